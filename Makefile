@@ -1,0 +1,52 @@
+# mdtboard: `make run` starts everything; `make test` checks everything.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export DJANGO_SETTINGS_MODULE ?= mdtboard.settings.local
+
+.PHONY: run test lint bench evaluate install install-dev chromium clean-var help
+
+help:
+	@echo "make run       install, start embedded PostgreSQL+Redis, migrate, seed, serve on :8000"
+	@echo "make test      install test tools (and Chromium), lint, run the whole test suite"
+	@echo "make lint      ruff, mypy, djlint"
+	@echo "make bench     print benchmark figures as JSON lines"
+
+$(PY):
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "mdtboard needs Python 3.11 or newer"'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: requirements.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $(VENV)/.installed $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+run: install
+	$(PY) manage.py runstack
+
+chromium:
+	@bash scripts/ensure-chromium.sh
+
+lint: install-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(VENV)/bin/mypy mdtboard consult knowledge
+	$(VENV)/bin/djlint templates --check --quiet
+	$(VENV)/bin/djlint templates --lint --quiet
+
+test: install-dev chromium lint
+	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m pytest
+
+bench: install-dev
+	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m benchmarks
+
+evaluate: install
+	@echo "make evaluate arrives with the deliberation engine (issue: the deliberation engine)." >&2; exit 2

@@ -1,0 +1,5 @@
+"""mdtboard: a digital tumor board."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

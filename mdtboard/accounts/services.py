@@ -1,0 +1,172 @@
+"""Writes for accounts: role groups, invitations, teams and the demo users."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import Group, Permission
+from django.core.mail import send_mail
+from django.db import transaction
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.text import slugify
+
+from allauth.account.forms import default_token_generator
+from allauth.account.utils import user_pk_to_url_str
+
+from mdtboard.accounts.models import Team, User
+from mdtboard.accounts.roles import ROLE_PERMISSIONS, Role
+from mdtboard.audit.services import audit_record
+
+
+class AccountError(Exception):
+    pass
+
+
+EMAIL_TAKEN = "A user with this email address already exists."
+
+
+def roles_sync(*, using: str = "default") -> None:
+    """Make sure a group exists per role and holds exactly its listed permissions."""
+    for role, wanted in ROLE_PERMISSIONS.items():
+        group, _ = Group.objects.using(using).get_or_create(name=role.value)
+        perms = []
+        for dotted in wanted:
+            app_label, codename = dotted.split(".", 1)
+            perm = (
+                Permission.objects.using(using)
+                .filter(content_type__app_label=app_label, codename=codename)
+                .first()
+            )
+            if perm is not None:
+                perms.append(perm)
+        group.permissions.set(perms)
+
+
+@transaction.atomic
+def team_get_or_create(*, name: str, actor: Any = None) -> Team:
+    team, created = Team.objects.get_or_create(slug=slugify(name), defaults={"name": name})
+    if created:
+        audit_record(action="team.create", actor=actor, obj=team, payload={"name": name})
+    return team
+
+
+@transaction.atomic
+def user_create(
+    *,
+    email: str,
+    role: Role,
+    password: str | None = None,
+    display_name: str = "",
+    teams: Iterable[Team] = (),
+    actor: Any = None,
+) -> User:
+    email = email.strip().lower()
+    if User.objects.filter(email__iexact=email).exists():
+        raise AccountError(EMAIL_TAKEN)
+    user = User.objects.create_user(
+        email,
+        password,  # None gives an unusable password: the invitee sets one by the emailed link.
+        display_name=display_name,
+        is_staff=role == Role.ADMIN,
+        is_superuser=role == Role.ADMIN,
+    )
+    user.groups.add(Group.objects.get(name=role.value))
+    team_list = list(teams)
+    user.teams.set(team_list)
+    audit_record(
+        action="user.create",
+        actor=actor,
+        obj=user,
+        payload={"role": role.value, "teams": sorted(t.pk for t in team_list)},
+    )
+    return user
+
+
+def user_invite(
+    *,
+    email: str,
+    role: Role,
+    display_name: str = "",
+    teams: Iterable[Team] = (),
+    invited_by: Any,
+    base_url: str,
+) -> User:
+    """Create the account without a password and email a one-time link to set one."""
+    with transaction.atomic():
+        user = user_create(
+            email=email, role=role, display_name=display_name, teams=teams, actor=invited_by
+        )
+        audit_record(action="user.invite", actor=invited_by, obj=user, payload={"role": role})
+    path = reverse(
+        "account_reset_password_from_key",
+        kwargs={"uidb36": user_pk_to_url_str(user), "key": default_token_generator.make_token(user)},
+    )
+    context = {"user": user, "role": role.label, "link": base_url.rstrip("/") + path,
+               "invited_by": invited_by}
+    send_mail(
+        subject="You are invited to mdtboard",
+        message=render_to_string("accounts/email/invite.txt", context),
+        from_email=None,
+        recipient_list=[user.email],
+    )
+    return user
+
+
+# --- demo data --------------------------------------------------------------------------------
+
+DEMO_TEAMS = ("Hepatobiliary MDT", "Thoracic MDT", "Breast MDT", "Lymphoma MDT")
+
+
+@dataclass(frozen=True)
+class DemoLogin:
+    role: str
+    email: str
+    password: str
+    teams: tuple[str, ...]
+
+
+_DEMO_USERS: tuple[tuple[Role, str, str, tuple[str, ...]], ...] = (
+    (Role.CLINICIAN, "clinician@demo.mdtboard.test", "Dr Demo Clinician", DEMO_TEAMS),
+    (Role.CLINICIAN, "clinician2@demo.mdtboard.test", "Dr Other Team", ("Breast MDT",)),
+    (Role.RATER, "rater@demo.mdtboard.test", "Demo Rater", ()),
+    (Role.CURATOR, "curator@demo.mdtboard.test", "Demo Curator", ()),
+    (Role.ADMIN, "admin@demo.mdtboard.test", "Demo Admin", ()),
+)
+
+
+def demo_seed(*, credentials_file: Path) -> list[DemoLogin]:
+    """Create the demo teams and one user per role, once. Passwords are random per machine and
+    kept in ``credentials_file`` (mode 600) so that later runs can print them again."""
+    saved: dict[str, str] = {}
+    if credentials_file.exists():
+        saved = json.loads(credentials_file.read_text())
+    teams = {name: team_get_or_create(name=name) for name in DEMO_TEAMS}
+    logins = []
+    for role, email, name, team_names in _DEMO_USERS:
+        password = saved.get(email) or secrets.token_urlsafe(12)
+        if not User.objects.filter(email=email).exists():
+            user_create(
+                email=email,
+                role=role,
+                password=password,
+                display_name=name,
+                teams=[teams[t] for t in team_names],
+            )
+        saved[email] = password
+        logins.append(DemoLogin(role.value, email, password, team_names))
+    credentials_file.parent.mkdir(parents=True, exist_ok=True)
+    credentials_file.write_text(json.dumps(saved, indent=2))
+    os.chmod(credentials_file, 0o600)
+    return logins
+
+
+def demo_credentials_path() -> Path:
+    return Path(settings.VAR_DIR) / "demo-credentials.json"

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from mdtboard.audit.models import AuditEvent
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = ("id", "created_at", "actor_label", "action", "object_type", "object_id")
+    list_filter = ("action",)
+    search_fields = ("actor_label", "action", "object_type", "object_id")
+
+    # Read-only everywhere: the log is append-only.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

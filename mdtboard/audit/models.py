@@ -1,0 +1,39 @@
+"""The append-only, hash-chained audit log."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class AuditEvent(models.Model):
+    """One thing somebody did. Rows are never updated or deleted (a database trigger refuses).
+
+    ``hash`` covers this row's fields and the previous row's hash, so editing or removing any
+    row breaks every later link; ``audit_verify`` finds the first broken one.
+    """
+
+    created_at = models.DateTimeField(db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        # Users who acted are deactivated, never deleted: the trail must keep naming them.
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    actor_label = models.CharField(max_length=254, blank=True)
+    action = models.CharField(max_length=80, db_index=True)
+    object_type = models.CharField(max_length=80, blank=True)
+    object_id = models.CharField(max_length=64, blank=True)
+    payload = models.JSONField(default=dict, blank=True)
+    payload_hash = models.CharField(max_length=64)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["object_type", "object_id"])]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.action} {self.object_type}:{self.object_id}"

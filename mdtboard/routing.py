@@ -1,0 +1,11 @@
+"""WebSocket URL routes of every app."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from consult.consumers import NotificationConsumer
+
+websocket_urlpatterns = [
+    path("ws/notifications/", NotificationConsumer.as_asgi()),
+]

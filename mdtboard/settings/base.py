@@ -1,0 +1,209 @@
+"""Settings shared by every environment, read from the environment (django-environ)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+
+from mdtboard import __version__, embedded
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+env = environ.Env()
+# A .env file is a convenience for local runs; real deployments set the environment directly.
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+VAR_DIR = Path(env.str("MDTBOARD_VAR_DIR", default=str(BASE_DIR / "var")))
+VERSION = __version__
+
+SECRET_KEY = env.str("DJANGO_SECRET_KEY")
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS: list[str] = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1"])
+CSRF_TRUSTED_ORIGINS: list[str] = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "allauth",
+    "allauth.account",
+    "allauth.mfa",
+    "mdtboard.accounts",
+    "mdtboard.audit",
+    "mdtboard.core",
+    "knowledge",
+    "consult",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Deny by default: every view needs a login unless it says otherwise (healthz, allauth).
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+]
+
+ROOT_URLCONF = "mdtboard.urls"
+ASGI_APPLICATION = "mdtboard.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "mdtboard.core.context_processors.site",
+            ],
+        },
+    },
+]
+
+# --- Database: DATABASE_URL, or the embedded PostgreSQL with pgvector under var/ -------------
+if env.str("DATABASE_URL", default=""):
+    DATABASES = {"default": env.db_url("DATABASE_URL")}
+else:
+    DATABASES = {
+        "default": env.db_url_config(embedded.ensure_postgres(VAR_DIR, database="mdtboard"))
+    }
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: REDIS_URL (no database number), or the embedded Redis under var/ -----------------
+# Databases on one server: 0 Celery broker/results, 1 channel layer; tests use 2 and 3.
+REDIS_URL = env.str("REDIS_URL", default="") or embedded.ensure_redis(VAR_DIR)
+REDIS_DB_CELERY = env.int("REDIS_DB_CELERY", default=0)
+REDIS_DB_CHANNELS = env.int("REDIS_DB_CHANNELS", default=1)
+
+
+def redis_url(db: int) -> str:
+    """The configured Redis server (given without a database number) with database ``db``."""
+    if REDIS_URL.startswith("unix://"):
+        return f"{REDIS_URL}?db={db}"
+    return f"{REDIS_URL.rstrip('/')}/{db}"
+
+
+def _celery_url(db: int) -> str:
+    # kombu spells a unix socket "redis+socket://"; redis-py spells it "unix://".
+    if REDIS_URL.startswith("unix://"):
+        return "redis+socket://" + REDIS_URL.removeprefix("unix://") + f"?virtual_host={db}"
+    return redis_url(db)
+
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [redis_url(REDIS_DB_CHANNELS)], "prefix": "mdtboard"},
+    }
+}
+
+# redis-py's URL of the Celery database, for checks that talk to Redis directly.
+REDIS_CELERY_URL = redis_url(REDIS_DB_CELERY)
+CELERY_BROKER_URL = _celery_url(REDIS_DB_CELERY)
+CELERY_RESULT_BACKEND = _celery_url(REDIS_DB_CELERY)
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_EXPIRES = 3600
+CELERY_TASK_SOFT_TIME_LIMIT = 600
+CELERY_TASK_TIME_LIMIT = 660
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = "UTC"
+
+# --- Accounts ----------------------------------------------------------------------------------
+AUTH_USER_MODEL = "accounts.User"
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": 12},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "account_login"
+LOGIN_REDIRECT_URL = "core:home"
+ACCOUNT_LOGOUT_REDIRECT_URL = "account_login"
+ACCOUNT_ADAPTER = "mdtboard.accounts.adapters.InviteOnlyAccountAdapter"
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
+ACCOUNT_USER_MODEL_USERNAME_FIELD = None
+ACCOUNT_UNIQUE_EMAIL = True
+ACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_LOGIN_ON_PASSWORD_RESET = False
+ACCOUNT_PREVENT_ENUMERATION = True
+ACCOUNT_SESSION_REMEMBER = False
+ACCOUNT_RATE_LIMITS = {"login_failed": "10/m/ip,5/5m/key"}
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+MFA_TOTP_ISSUER = "mdtboard"
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)
+SESSION_EXPIRE_AT_BROWSER_CLOSE = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie.
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
+vars().update(EMAIL_CONFIG)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="mdtboard <noreply@localhost>")
+
+# --- Internationalisation ---------------------------------------------------------------------
+LANGUAGE_CODE = "en-gb"
+TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+USE_I18N = True
+USE_TZ = True
+
+# --- Static files (served by WhiteNoise; no CDN) ----------------------------------------------
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+MEDIA_ROOT = VAR_DIR / "media"
+
+# --- Logging: no request bodies, no PHI; IDs only ---------------------------------------------
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        # Django logs the full request on 4xx/5xx; keep only the level and path-free message.
+        "django.request": {"level": "ERROR"},
+        "pgserver": {"level": "WARNING"},
+    },
+}

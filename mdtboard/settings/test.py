@@ -1,0 +1,25 @@
+"""Settings for the test suite: the same real services, separate Redis databases."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-not-secret")
+os.environ["DJANGO_DEBUG"] = "false"
+# Keep tests off the databases a running `make run` uses, so a dev worker never steals test tasks.
+os.environ.setdefault("REDIS_DB_CELERY", "2")
+os.environ.setdefault("REDIS_DB_CHANNELS", "3")
+
+from .base import *  # noqa: E402,F403
+from .base import DATABASES, STORAGES
+
+# Subprocesses started by the tests (Daphne, Celery worker) must use the test database that
+# pytest-django created, not the development one.
+if os.environ.get("MDTBOARD_TEST_DATABASE_NAME"):
+    DATABASES["default"]["NAME"] = os.environ["MDTBOARD_TEST_DATABASE_NAME"]
+
+WHITENOISE_USE_FINDERS = True
+STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+ACCOUNT_RATE_LIMITS = False

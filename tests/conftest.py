@@ -1,0 +1,165 @@
+"""Fixtures shared by every test: personas, real processes, a browser, and no internet."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.stack import REPO, Proc, start_daphne, start_worker
+
+SCREENSHOT_DIR = REPO / "var" / "screenshots"
+
+
+# --- no internet --------------------------------------------------------------------------------
+_real_connect = socket.socket.connect
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> Any:
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        host = address[0]
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = host == "localhost"
+        if not loopback:
+            raise RuntimeError(f"test tried to reach the network: {address!r}")
+    return _real_connect(self, address)
+
+
+@pytest.fixture(autouse=True)
+def _no_outbound_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any connection that is not loopback or a unix socket fails the test."""
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+
+
+# --- personas -----------------------------------------------------------------------------------
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture
+def team(db: None) -> Any:
+    from mdtboard.accounts.services import team_get_or_create
+
+    return team_get_or_create(name="Hepatobiliary MDT")
+
+
+@pytest.fixture
+def other_team(db: None) -> Any:
+    from mdtboard.accounts.services import team_get_or_create
+
+    return team_get_or_create(name="Thoracic MDT")
+
+
+def _make_user(role: str, email: str, teams: list[Any]) -> Any:
+    from mdtboard.accounts.roles import Role
+    from mdtboard.accounts.services import user_create
+
+    return user_create(
+        email=email, role=Role(role), password=PASSWORD, display_name=email.split("@")[0],
+        teams=teams,
+    )
+
+
+@pytest.fixture
+def clinician(team: Any) -> Any:
+    """The owner persona: a clinician of the patient's team."""
+    return _make_user("clinician", "owner@hospital.test", [team])
+
+
+@pytest.fixture
+def colleague(team: Any) -> Any:
+    """Another clinician of the same team."""
+    return _make_user("clinician", "colleague@hospital.test", [team])
+
+
+@pytest.fixture
+def outsider(other_team: Any) -> Any:
+    """A clinician of another team."""
+    return _make_user("clinician", "outsider@hospital.test", [other_team])
+
+
+@pytest.fixture
+def rater(db: None) -> Any:
+    return _make_user("rater", "rater@hospital.test", [])
+
+
+@pytest.fixture
+def curator(db: None) -> Any:
+    return _make_user("curator", "curator@hospital.test", [])
+
+
+@pytest.fixture
+def admin_user(db: None) -> Any:
+    return _make_user("admin", "admin@hospital.test", [])
+
+
+# --- real processes -----------------------------------------------------------------------------
+def _test_database_name() -> str:
+    from django.conf import settings
+
+    return str(settings.DATABASES["default"]["NAME"])
+
+
+@pytest.fixture(scope="session")
+def celery_worker_proc(django_db_setup: None, django_db_blocker: Any) -> Iterator[Proc]:
+    proc = start_worker(_test_database_name())
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="session")
+def daphne_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
+    proc, base_url = start_daphne(_test_database_name())
+    yield base_url
+    proc.stop()
+
+
+# --- browser ------------------------------------------------------------------------------------
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    executable = os.environ.get("MDTBOARD_CHROMIUM", "/usr/bin/chromium")
+    if not Path(executable).exists():
+        pytest.fail(f"Chromium not found at {executable}: run `make chromium` (as root) first")
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def screenshot_dir() -> Path:
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOT_DIR
+
+
+# Playwright's sync API runs an event loop in this thread; the tests' own ORM calls between
+# browser steps are ordinary synchronous code, so Django's async-safety guard does not apply.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

@@ -1,0 +1,104 @@
+"""The real services: pgvector, a Celery worker process, Redis, Daphne + channels-redis."""
+
+from __future__ import annotations
+
+from http.cookies import SimpleCookie
+from typing import Any
+
+import pytest
+from django.db import connection
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+
+from consult.broadcasts import user_notify
+from mdtboard.core import health
+from mdtboard.core.tasks import ping
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.django_db
+def test_database_has_the_vector_extension() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    assert row is not None
+    # Vector maths works, not just the catalogue entry.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT '[1,0,0]'::vector <=> '[0,1,0]'::vector")
+        assert cursor.fetchone()[0] == pytest.approx(1.0)
+
+
+def test_celery_task_round_trip_through_a_real_worker(celery_worker_proc: Any) -> None:
+    result = ping.delay()
+    assert result.get(timeout=30) == "pong"
+    assert "core.ping" in celery_worker_proc.log.read_text()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_healthz_reports_every_service_up(client: Any, celery_worker_proc: Any) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "ok"
+    assert {name for name, check in body["checks"].items() if check["ok"]} == {
+        "database", "redis", "worker",
+    }
+    assert body["checks"]["database"]["detail"].startswith("pgvector")
+
+
+@pytest.mark.django_db
+def test_healthz_is_503_and_names_the_service_when_redis_is_down(
+    client: Any, settings: Any, tmp_path: Any
+) -> None:
+    settings.REDIS_CELERY_URL = f"unix://{tmp_path}/no-redis-here.sock"
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "down"
+    assert body["checks"]["redis"]["ok"] is False
+    assert body["checks"]["database"]["ok"] is True
+
+
+@pytest.mark.django_db
+def test_healthz_is_503_when_no_worker_answers(client: Any, monkeypatch: Any) -> None:
+    # No worker process in this test: what the broker says when nobody answers a ping.
+    monkeypatch.setattr(health.celery_app.control, "ping", lambda timeout: [])
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["worker"] == {
+        "ok": False, "detail": "LookupError", "latency_ms": pytest.approx(0, abs=50),
+    }
+
+
+def _ws_url(base_url: str) -> str:
+    return base_url.replace("http://", "ws://") + "/ws/notifications/"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_websocket_round_trip_through_daphne_and_channels_redis(
+    daphne_server: str, client: Any, clinician: Any, colleague: Any
+) -> None:
+    # given a logged-in clinician's session
+    client.force_login(clinician)
+    cookie = SimpleCookie()
+    cookie["sessionid"] = client.cookies["sessionid"].value
+    headers = {"Cookie": cookie.output(header="", sep=";").strip(), "Origin": daphne_server}
+    with connect(_ws_url(daphne_server), additional_headers=headers, open_timeout=10) as ws:
+        # when this process broadcasts to that user, and to a colleague, over channels-redis
+        user_notify(user_id=colleague.pk, level="info", text="for the colleague only")
+        user_notify(user_id=clinician.pk, level="success", text="Plan <b>ready</b>")
+        # then only the clinician's notice arrives, escaped, as an htmx out-of-band fragment
+        fragment = ws.recv(timeout=10)
+    assert 'hx-swap-oob="beforeend"' in fragment
+    assert "Plan &lt;b&gt;ready&lt;/b&gt;" in fragment
+    assert "colleague" not in fragment
+
+
+@pytest.mark.django_db(transaction=True)
+def test_websocket_refuses_anonymous_connections(daphne_server: str) -> None:
+    # A consumer that closes before accepting makes Daphne refuse the handshake.
+    with pytest.raises(InvalidStatus) as excinfo:
+        connect(_ws_url(daphne_server), additional_headers={"Origin": daphne_server},
+                open_timeout=10)
+    assert excinfo.value.response.status_code == 403

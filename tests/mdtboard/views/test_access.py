@@ -1,0 +1,159 @@
+"""Who may open what: login everywhere, roles, closed registration, invitations, MFA."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core import mail
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from mdtboard.accounts.models import User
+from mdtboard.accounts.roles import Role
+from mdtboard.audit.models import AuditEvent
+from tests.conftest import PASSWORD
+
+pytestmark = pytest.mark.django_db
+
+# Pages a visitor must reach without logging in. Everything else redirects to the login page.
+PUBLIC_PREFIXES = (
+    "/healthz",
+    "/accounts/login/",
+    "/accounts/password/reset/",
+    "/accounts/signup/",
+    "/accounts/logout/",
+    "/accounts/2fa/authenticate/",
+    "/accounts/reauthenticate/",
+    "/accounts/confirm-email/",
+    "/accounts/login/code/",
+    "/accounts/3rdparty/",
+    "/accounts/password/reset/key/done/",
+    "/accounts/2fa/webauthn/",
+    "/accounts/inactive/",
+)
+
+
+def _parameterless_paths() -> list[str]:
+    paths: list[str] = []
+
+    def walk(patterns: list[Any], prefix: str) -> None:
+        for pattern in patterns:
+            route = str(pattern.pattern)
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, prefix + route)
+            elif isinstance(pattern, URLPattern) and "<" not in route and "(?P" not in route:
+                path = "/" + (prefix + route).lstrip("^").rstrip("$").replace("^", "")
+                paths.append(path)
+
+    walk(get_resolver().url_patterns, "")
+    return sorted(set(paths))
+
+
+def test_every_page_redirects_anonymous_visitors_to_login(client: Any) -> None:
+    checked = 0
+    for path in _parameterless_paths():
+        if path.startswith(PUBLIC_PREFIXES) or re.search(r"[\\\[\]*+?]", path):
+            continue
+        response = client.get(path, follow=True)
+        assert response.redirect_chain, path
+        assert response.redirect_chain[-1][0].startswith(reverse("account_login")), path
+        checked += 1
+    # The walk found the real pages (home, invite, admin, MFA, password change, ...).
+    assert checked >= 8
+
+
+def test_role_groups_exist_after_migrate() -> None:
+    assert set(Group.objects.values_list("name", flat=True)) >= {r.value for r in Role}
+    admin_perms = set(
+        Group.objects.get(name="admin").permissions.values_list("codename", flat=True)
+    )
+    assert {"view_auditevent", "add_user"} <= admin_perms
+
+
+def test_registration_is_closed(client: Any) -> None:
+    response = client.post(
+        reverse("account_signup"),
+        {"email": "walk-in@hospital.test", "password1": "x" * 16, "password2": "x" * 16},
+    )
+    assert b"Sign Up Closed" in response.content or b"closed" in response.content.lower()
+    assert not User.objects.filter(email="walk-in@hospital.test").exists()
+
+
+def test_home_shows_each_persona_its_role(client: Any, clinician: Any, curator: Any) -> None:
+    client.force_login(clinician)
+    page = client.get(reverse("core:home")).content.decode()
+    assert "Hepatobiliary MDT" in page
+    assert "Invite users" not in page
+    client.force_login(curator)
+    page = client.get(reverse("core:home")).content.decode()
+    assert "Maintain guideline sources" in page
+    assert "Submit lesion dossiers" not in page
+
+
+@pytest.mark.parametrize("persona", ["clinician", "rater", "curator"])
+def test_invite_page_is_for_admins_only(client: Any, persona: str, request: Any) -> None:
+    client.force_login(request.getfixturevalue(persona))
+    assert client.get(reverse("accounts:invite")).status_code == 403
+    assert client.post(reverse("accounts:invite"), {"email": "x@y.test"}).status_code == 403
+
+
+def test_admin_invites_a_clinician_who_sets_a_password_and_logs_in(
+    client: Any, admin_user: Any, team: Any
+) -> None:
+    # given an admin
+    client.force_login(admin_user)
+    # when they invite a clinician to a team
+    response = client.post(
+        reverse("accounts:invite"),
+        {"email": "New.Doctor@Hospital.test", "display_name": "Dr New", "role": "clinician",
+         "teams": [team.pk]},
+        follow=True,
+    )
+    # then the account exists without a usable password, and an email carries a one-time link
+    assert b"Invitation sent to new.doctor@hospital.test" in response.content
+    invited = User.objects.get(email="new.doctor@hospital.test")
+    assert not invited.has_usable_password()
+    assert list(invited.teams.all()) == [team]
+    assert AuditEvent.objects.filter(action="user.invite", object_id=str(invited.pk)).exists()
+    link = re.search(r"https?://\S+", mail.outbox[-1].body).group(0)
+    # when the invitee follows it and chooses a password
+    client.logout()
+    form_page = client.get(link, follow=True)
+    response = client.post(
+        form_page.redirect_chain[-1][0] if form_page.redirect_chain else link,
+        {"password1": "a long new passphrase 42", "password2": "a long new passphrase 42"},
+        follow=True,
+    )
+    assert response.status_code == 200
+    # then they can log in with it
+    assert client.login(email="new.doctor@hospital.test", password="a long new passphrase 42")
+
+
+def test_invite_refuses_a_clinician_without_team_and_a_taken_email(
+    client: Any, admin_user: Any, clinician: Any
+) -> None:
+    client.force_login(admin_user)
+    no_team = client.post(reverse("accounts:invite"), {"email": "a@b.test", "role": "clinician"})
+    assert b"at least one team" in no_team.content
+    taken = client.post(
+        reverse("accounts:invite"), {"email": clinician.email.upper(), "role": "rater"}
+    )
+    assert b"already exists" in taken.content
+    assert len(mail.outbox) == 0
+
+
+def test_totp_two_factor_setup_is_available(client: Any, clinician: Any) -> None:
+    # given a logged-in clinician
+    client.force_login(clinician)
+    # when they open the authenticator-app setup, they must confirm their password first
+    first = client.get(reverse("mfa_activate_totp"))
+    assert first.status_code == 302
+    assert first["Location"].startswith(reverse("account_reauthenticate"))
+    client.post(reverse("account_reauthenticate"), {"password": PASSWORD})
+    response = client.get(reverse("mfa_activate_totp"))
+    # then they are shown a secret to add to their app
+    assert response.status_code == 200
+    assert b"Authenticator" in response.content
+    assert b"secret" in response.content.lower()

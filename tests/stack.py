@@ -1,0 +1,113 @@
+"""Real processes for integration and end-to-end tests: Daphne and a Celery worker on loopback,
+pointed at the test database that pytest-django created."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LOG_DIR = REPO / "var" / "test-logs"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def child_env(test_database: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "mdtboard.settings.test",
+        "MDTBOARD_TEST_DATABASE_NAME": test_database,
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+@dataclass
+class Proc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self, timeout: float = 15) -> None:
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+
+def _spawn(name: str, args: list[str], env: dict[str, str]) -> Proc:
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    log = LOG_DIR / f"{name}.log"
+    handle = log.open("wb")
+    popen = subprocess.Popen(args, cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT)
+    return Proc(name, popen, log)
+
+
+def start_daphne(test_database: str, port: int | None = None) -> tuple[Proc, str]:
+    port = port or free_port()
+    proc = _spawn(
+        "daphne",
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+         "mdtboard.asgi:application"],
+        child_env(test_database),
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        if proc.popen.poll() is not None:
+            raise RuntimeError(f"Daphne exited early:\n{proc.tail()}")
+        try:
+            with urllib.request.urlopen(f"{base}/accounts/login/", timeout=2) as response:
+                if response.status == 200:
+                    return proc, base
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            proc.stop()
+            raise RuntimeError(f"Daphne did not answer within 30 s:\n{proc.tail()}")
+        time.sleep(0.2)
+
+
+def start_worker(test_database: str) -> Proc:
+    from mdtboard.celery import app
+
+    proc = _spawn(
+        "celery-worker",
+        [sys.executable, "-m", "celery", "-A", "mdtboard", "worker", "--pool", "solo",
+         "--loglevel", "INFO", "--hostname", f"test-{os.getpid()}@%h", "--without-gossip",
+         "--without-mingle"],
+        child_env(test_database),
+    )
+    deadline = time.monotonic() + 60
+    while not app.control.ping(timeout=0.5, destination=[f"test-{os.getpid()}@{socket.gethostname()}"]):
+        if proc.popen.poll() is not None:
+            raise RuntimeError(f"Celery worker exited early:\n{proc.tail()}")
+        if time.monotonic() > deadline:
+            proc.stop()
+            raise RuntimeError(f"Celery worker did not answer within 60 s:\n{proc.tail()}")
+    return proc
+
+
+@contextmanager
+def running(proc: Proc) -> Iterator[Proc]:
+    try:
+        yield proc
+    finally:
+        proc.stop()
