@@ -1,0 +1,206 @@
+"""Lymphoma staging and prognostic indices: Ann Arbor stage, IPI and CNS-IPI."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from knowledge.calculators._common import CalcResult, Inputs, lookup
+
+ANN_ARBOR_SOURCE: Final = (
+    "Carbone PP, et al. Report of the Committee on Hodgkin's Disease Staging Classification. "
+    "Cancer Res 1971;31(11):1860-1861 (stages I-IV, A/B symptoms, E); Lister TA, et al. "
+    "J Clin Oncol 1989;7(11):1630-1636 (Cotswolds: X for bulk); Cheson BD, et al. "
+    "J Clin Oncol 2014;32(27):3059-3068 (Lugano: A/B for Hodgkin only, bulk recorded instead of X)."
+)
+IPI_SOURCE: Final = (
+    "The International Non-Hodgkin's Lymphoma Prognostic Factors Project. A predictive model for "
+    "aggressive non-Hodgkin's lymphoma. N Engl J Med 1993;329(14):987-994 (five factors; risk "
+    "groups low 0-1, low-intermediate 2, high-intermediate 3, high 4-5)."
+)
+CNS_IPI_SOURCE: Final = (
+    "Schmitz N, Zeynalova S, Nickelsen M, et al. CNS International Prognostic Index: a risk model "
+    "for CNS relapse in patients with diffuse large B-cell lymphoma treated with R-CHOP. "
+    "J Clin Oncol 2016;34(26):3150-3156 (IPI factors plus kidney/adrenal involvement; low 0-1, "
+    "intermediate 2-3, high 4-6)."
+)
+
+_P_STAGE = "staging.ann_arbor_stage"
+_ROMAN: Final = ("I", "II", "III", "IV")
+_ARABIC: Final = {"1": "I", "2": "II", "3": "III", "4": "IV"}
+_STAGE_RE = re.compile(r"(IV|III|II|I|[1-4])([ABESX]*)")
+
+
+@dataclass(frozen=True)
+class AnnArbor:
+    """A parsed Ann Arbor designation: bare stage plus any suffix letters written with it."""
+
+    stage: str
+    suffixes: str
+
+
+def parse_ann_arbor(raw: object) -> AnnArbor | None:
+    """Parse "IV", "Stage IIIB", "II-E", "3" ...; None if it is not a stage I-IV designation."""
+    if not isinstance(raw, str):
+        return None
+    text = raw.strip().upper()
+    text = re.sub(r"^STAGE", "", text)
+    text = re.sub(r"[\s\-_]", "", text)
+    match = _STAGE_RE.fullmatch(text)
+    if match is None:
+        return None
+    stage = _ARABIC.get(match.group(1), match.group(1))
+    suffixes = match.group(2)
+    # "AB" together is self-contradictory, so treat the designation as unreadable.
+    if "A" in suffixes and "B" in suffixes:
+        return None
+    return AnnArbor(stage=stage, suffixes=suffixes)
+
+
+def _read_stage(inputs: Inputs) -> AnnArbor | None:
+    raw = lookup(inputs.case, _P_STAGE)
+    if raw is None:
+        inputs.missing.append(_P_STAGE)
+        return None
+    parsed = parse_ann_arbor(raw)
+    if parsed is None:
+        inputs.missing.append(_P_STAGE)
+        inputs.notes.append(f"{_P_STAGE}={raw!r} is not an Ann Arbor stage I-IV")
+        return None
+    inputs.used[_P_STAGE] = raw
+    return parsed
+
+
+def ann_arbor_stage(case: Mapping[str, Any]) -> CalcResult:
+    """Bare Ann Arbor stage "I".."IV" as recorded; suffixes and consistency notes go in detail."""
+    name = "ann_arbor_stage"
+    inputs = Inputs(case)
+    parsed = _read_stage(inputs)
+    if parsed is None:
+        return inputs.result(name, None, ANN_ARBOR_SOURCE)
+    stage = parsed.stage
+    notes: list[str] = []
+
+    # Optional inputs: they only refine the designation shown in detail, never the value.
+    b_symptoms = inputs.boolean("staging.b_symptoms", record_missing=False)
+    bulky = inputs.boolean("staging.bulky_disease", record_missing=False)
+    marrow = inputs.boolean("staging.bone_marrow_involvement", record_missing=False)
+    both_sides = inputs.boolean("staging.both_sides_of_diaphragm", record_missing=False)
+
+    if b_symptoms is None:
+        ab = "B" if "B" in parsed.suffixes else "A" if "A" in parsed.suffixes else ""
+        if not ab:
+            notes.append("A/B not derivable (staging.b_symptoms not available)")
+    else:
+        ab = "B" if b_symptoms else "A"
+        written = "B" if "B" in parsed.suffixes else "A" if "A" in parsed.suffixes else ""
+        if written and written != ab:
+            notes.append(
+                f"recorded suffix {written} conflicts with staging.b_symptoms={b_symptoms}"
+            )
+    suffix = ab + ("E" if "E" in parsed.suffixes else "") + ("S" if "S" in parsed.suffixes else "")
+    if bulky or "X" in parsed.suffixes:
+        suffix += "X"
+        notes.append("bulky disease (Lugano 2014 records bulk rather than the X suffix)")
+    notes.insert(0, f"designation {stage}{suffix}")
+
+    # Internal consistency checks: flag, do not correct (the PET-CT reading is the source).
+    if marrow and stage != "IV":
+        notes.append("bone marrow involvement recorded but stage is not IV: check")
+    if both_sides and stage in ("I", "II"):
+        notes.append("disease on both sides of the diaphragm recorded but stage is I-II: check")
+    return inputs.result(name, stage, ANN_ARBOR_SOURCE, notes)
+
+
+def _ipi_factors(inputs: Inputs) -> dict[str, bool] | None:
+    """The five IPI risk factors, or None if any input is missing/invalid."""
+    age = inputs.number("patient.age_years", minimum=0, maximum=130)
+    ldh = inputs.number("biomarkers.ldh_u_l", positive=True)
+    uln = inputs.number("biomarkers.ldh_uln_u_l", positive=True)
+    ecog = inputs.number("patient.ecog", minimum=0, maximum=5)
+    stage = _read_stage(inputs)
+    extranodal = inputs.number("staging.extranodal_sites_count", minimum=0)
+    for path, value in (("patient.ecog", ecog), ("staging.extranodal_sites_count", extranodal)):
+        if value is not None and value != int(value):
+            inputs.missing.append(path)
+            inputs.notes.append(f"{path} is not a whole number")
+            return None
+    if (
+        age is None
+        or ldh is None
+        or uln is None
+        or ecog is None
+        or stage is None
+        or extranodal is None
+    ):
+        return None
+    return {
+        "age > 60": age > 60,
+        "LDH > ULN": ldh > uln,
+        "ECOG >= 2": ecog >= 2,
+        "Ann Arbor III-IV": stage.stage in ("III", "IV"),
+        "extranodal sites > 1": extranodal > 1,
+    }
+
+
+def _applicability_notes(case: Mapping[str, Any]) -> list[str]:
+    notes: list[str] = []
+    setting = lookup(case, "diagnosis.setting")
+    if setting in ("recurrent", "progressive"):
+        notes.append(
+            f"setting is {setting}: the index was validated at diagnosis, so at relapse it is "
+            "descriptive only"
+        )
+    text = " ".join(
+        str(v)
+        for v in (lookup(case, "diagnosis.histology"), lookup(case, "diagnosis.subtype"))
+        if v
+    ).lower()
+    if "hodgkin" in text and "non-hodgkin" not in text and "non hodgkin" not in text:
+        notes.append("validated in aggressive non-Hodgkin lymphoma, not Hodgkin lymphoma")
+    return notes
+
+
+def _describe(factors: Mapping[str, bool]) -> str:
+    present = [k for k, v in factors.items() if v]
+    return "factors present: " + (", ".join(present) if present else "none")
+
+
+def ipi_risk_group(score: int) -> str:
+    """Risk group of the 1993 IPI."""
+    if score <= 1:
+        return "low"
+    return {2: "low-intermediate", 3: "high-intermediate"}.get(score, "high")
+
+
+def cns_ipi_risk_group(score: int) -> str:
+    """Risk group of the CNS-IPI (Schmitz 2016)."""
+    if score <= 1:
+        return "low"
+    return "intermediate" if score <= 3 else "high"
+
+
+def ipi(case: Mapping[str, Any]) -> CalcResult:
+    """International Prognostic Index 0-5; every one of the five factors is required."""
+    inputs = Inputs(case)
+    factors = _ipi_factors(inputs)
+    if factors is None:
+        return inputs.result("ipi", None, IPI_SOURCE, _applicability_notes(case))
+    score = sum(factors.values())
+    detail = [f"{ipi_risk_group(score)} risk", _describe(factors), *_applicability_notes(case)]
+    return inputs.result("ipi", score, IPI_SOURCE, detail)
+
+
+def cns_ipi(case: Mapping[str, Any]) -> CalcResult:
+    """CNS-IPI 0-6: the five IPI factors plus kidney and/or adrenal involvement (all required)."""
+    inputs = Inputs(case)
+    factors = _ipi_factors(inputs)
+    kidney = inputs.boolean("staging.kidney_or_adrenal_involvement")
+    if factors is None or kidney is None:
+        return inputs.result("cns_ipi", None, CNS_IPI_SOURCE, _applicability_notes(case))
+    factors = {**factors, "kidney/adrenal involvement": kidney}
+    score = sum(factors.values())
+    detail = [f"{cns_ipi_risk_group(score)} risk", _describe(factors), *_applicability_notes(case)]
+    return inputs.result("cns_ipi", score, CNS_IPI_SOURCE, detail)
