@@ -6,6 +6,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.core.exceptions import ImproperlyConfigured
 
 
 def user_group(user_id: int) -> str:
@@ -15,6 +16,7 @@ def user_group(user_id: int) -> str:
 def user_notify(*, user_id: int, level: str, text: str) -> None:
     """Push a short notice (e.g. "consultation finished") to every open tab of one user."""
     layer = get_channel_layer()
-    assert layer is not None, "CHANNEL_LAYERS is not configured"
+    if layer is None:
+        raise ImproperlyConfigured("CHANNEL_LAYERS is not configured")
     message: dict[str, Any] = {"type": "notify.message", "level": level, "text": text}
     async_to_sync(layer.group_send)(user_group(user_id), message)

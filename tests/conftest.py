@@ -61,7 +61,10 @@ def _make_user(role: str, email: str, teams: list[Any]) -> Any:
     from mdtboard.accounts.services import user_create
 
     return user_create(
-        email=email, role=Role(role), password=PASSWORD, display_name=email.split("@")[0],
+        email=email,
+        role=Role(role),
+        password=PASSWORD,
+        display_name=email.split("@")[0],
         teams=teams,
     )
 

@@ -64,8 +64,16 @@ def start_daphne(test_database: str, port: int | None = None) -> tuple[Proc, str
     port = port or free_port()
     proc = _spawn(
         "daphne",
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-         "mdtboard.asgi:application"],
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "mdtboard.asgi:application",
+        ],
         child_env(test_database),
     )
     base = f"http://127.0.0.1:{port}"
@@ -74,7 +82,7 @@ def start_daphne(test_database: str, port: int | None = None) -> tuple[Proc, str
         if proc.popen.poll() is not None:
             raise RuntimeError(f"Daphne exited early:\n{proc.tail()}")
         try:
-            with urllib.request.urlopen(f"{base}/accounts/login/", timeout=2) as response:
+            with urllib.request.urlopen(f"{base}/accounts/login/", timeout=2) as response:  # noqa: S310
                 if response.status == 200:
                     return proc, base
         except OSError:
@@ -90,13 +98,28 @@ def start_worker(test_database: str) -> Proc:
 
     proc = _spawn(
         "celery-worker",
-        [sys.executable, "-m", "celery", "-A", "mdtboard", "worker", "--pool", "solo",
-         "--loglevel", "INFO", "--hostname", f"test-{os.getpid()}@%h", "--without-gossip",
-         "--without-mingle"],
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "mdtboard",
+            "worker",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "INFO",
+            "--hostname",
+            f"test-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ],
         child_env(test_database),
     )
     deadline = time.monotonic() + 60
-    while not app.control.ping(timeout=0.5, destination=[f"test-{os.getpid()}@{socket.gethostname()}"]):
+    while not app.control.ping(
+        timeout=0.5, destination=[f"test-{os.getpid()}@{socket.gethostname()}"]
+    ):
         if proc.popen.poll() is not None:
             raise RuntimeError(f"Celery worker exited early:\n{proc.tail()}")
         if time.monotonic() > deadline:

@@ -8,5 +8,5 @@ from pgvector.django import VectorExtension
 
 class Migration(migrations.Migration):
     initial = True
-    dependencies: list[tuple[str, str]] = []
+    dependencies = []
     operations = [VectorExtension()]

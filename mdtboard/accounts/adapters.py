@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest
-
 from allauth.account.adapter import DefaultAccountAdapter
+from django.http import HttpRequest
 
 
 class InviteOnlyAccountAdapter(DefaultAccountAdapter):

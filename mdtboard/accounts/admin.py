@@ -7,7 +7,7 @@ from mdtboard.accounts.models import Team, User
 
 
 @admin.register(User)
-class UserAdmin(DjangoUserAdmin):
+class UserAdmin(DjangoUserAdmin[User]):
     ordering = ("email",)
     list_display = ("email", "display_name", "is_active", "is_staff")
     search_fields = ("email", "display_name")
@@ -22,6 +22,6 @@ class UserAdmin(DjangoUserAdmin):
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(admin.ModelAdmin[Team]):
     list_display = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}

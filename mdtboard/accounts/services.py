@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from allauth.account.forms import default_token_generator
+from allauth.account.utils import user_pk_to_url_str
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission
 from django.core.mail import send_mail
@@ -17,9 +19,6 @@ from django.db import transaction
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.text import slugify
-
-from allauth.account.forms import default_token_generator
-from allauth.account.utils import user_pk_to_url_str
 
 from mdtboard.accounts.models import Team, User
 from mdtboard.accounts.roles import ROLE_PERMISSIONS, Role
@@ -107,10 +106,17 @@ def user_invite(
         audit_record(action="user.invite", actor=invited_by, obj=user, payload={"role": role})
     path = reverse(
         "account_reset_password_from_key",
-        kwargs={"uidb36": user_pk_to_url_str(user), "key": default_token_generator.make_token(user)},
+        kwargs={
+            "uidb36": user_pk_to_url_str(user),
+            "key": default_token_generator.make_token(user),
+        },
     )
-    context = {"user": user, "role": role.label, "link": base_url.rstrip("/") + path,
-               "invited_by": invited_by}
+    context = {
+        "user": user,
+        "role": role.label,
+        "link": base_url.rstrip("/") + path,
+        "invited_by": invited_by,
+    }
     send_mail(
         subject="You are invited to mdtboard",
         message=render_to_string("accounts/email/invite.txt", context),

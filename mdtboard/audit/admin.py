@@ -9,7 +9,7 @@ from mdtboard.audit.models import AuditEvent
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(admin.ModelAdmin[AuditEvent]):
     list_display = ("id", "created_at", "actor_label", "action", "object_type", "object_id")
     list_filter = ("action",)
     search_fields = ("actor_label", "action", "object_type", "object_id")

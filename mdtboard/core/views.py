@@ -28,7 +28,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
     body = {
         "status": "ok" if healthy else "down",
         "version": settings.VERSION,
-        "checks": {check.name: {k: v for k, v in asdict(check).items() if k != "name"}
-                   for check in checks},
+        "checks": {
+            check.name: {k: v for k, v in asdict(check).items() if k != "name"} for check in checks
+        },
     }
     return JsonResponse(body, status=200 if healthy else 503)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import django_stubs_ext
 import environ
 
 from mdtboard import __version__, embedded
+
+# Lets admin classes be written ModelAdmin[Model] for the type checker at run time too.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 

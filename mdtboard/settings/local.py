@@ -8,10 +8,13 @@ import os
 os.environ.setdefault("DJANGO_SECRET_KEY", "local-development-only-not-secret")
 os.environ.setdefault("DJANGO_DEBUG", "true")
 
-from .base import *  # noqa: E402,F403
+from .base import *  # noqa: F403
 from .base import STORAGES
 
 # Serve static files straight from static/ without collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
-STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+STORAGES = {
+    **STORAGES,
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}

@@ -10,7 +10,7 @@ for _name in ("DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL"):
         raise RuntimeError(f"{_name} must be set in production")
 
 from .base import *  # noqa: E402,F403
-from .base import env
+from .base import env  # noqa: E402
 
 DEBUG = False
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -10,7 +10,7 @@ os.environ["DJANGO_DEBUG"] = "false"
 os.environ.setdefault("REDIS_DB_CELERY", "2")
 os.environ.setdefault("REDIS_DB_CHANNELS", "3")
 
-from .base import *  # noqa: E402,F403
+from .base import *  # noqa: F403
 from .base import DATABASES, STORAGES
 
 # Subprocesses started by the tests (Daphne, Celery worker) must use the test database that
@@ -19,7 +19,10 @@ if os.environ.get("MDTBOARD_TEST_DATABASE_NAME"):
     DATABASES["default"]["NAME"] = os.environ["MDTBOARD_TEST_DATABASE_NAME"]
 
 WHITENOISE_USE_FINDERS = True
-STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+STORAGES = {
+    **STORAGES,
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-ACCOUNT_RATE_LIMITS = False
+ACCOUNT_RATE_LIMITS = False  # type: ignore[assignment]  # allauth: False disables them

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,23 +14,41 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(db_index=True)),
-                ('actor_label', models.CharField(blank=True, max_length=254)),
-                ('action', models.CharField(db_index=True, max_length=80)),
-                ('object_type', models.CharField(blank=True, max_length=80)),
-                ('object_id', models.CharField(blank=True, max_length=64)),
-                ('payload', models.JSONField(blank=True, default=dict)),
-                ('payload_hash', models.CharField(max_length=64)),
-                ('prev_hash', models.CharField(max_length=64)),
-                ('hash', models.CharField(max_length=64, unique=True)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(db_index=True)),
+                ("actor_label", models.CharField(blank=True, max_length=254)),
+                ("action", models.CharField(db_index=True, max_length=80)),
+                ("object_type", models.CharField(blank=True, max_length=80)),
+                ("object_id", models.CharField(blank=True, max_length=64)),
+                ("payload", models.JSONField(blank=True, default=dict)),
+                ("payload_hash", models.CharField(max_length=64)),
+                ("prev_hash", models.CharField(max_length=64)),
+                ("hash", models.CharField(max_length=64, unique=True)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
-                'indexes': [models.Index(fields=['object_type', 'object_id'], name='audit_audit_object__0e78a5_idx')],
+                "ordering": ["id"],
+                "indexes": [
+                    models.Index(
+                        fields=["object_type", "object_id"], name="audit_audit_object__0e78a5_idx"
+                    )
+                ],
             },
         ),
     ]

@@ -35,13 +35,12 @@ def test_audit_record_links_each_event_to_the_previous(clinician: Any) -> None:
 def test_audit_database_refuses_changes(clinician: Any, operation: str) -> None:
     # given an event
     event = audit_record(action="test.keep", actor=clinician)
-    # when anything tries to change or remove it, even bypassing the ORM's model layer
+    queryset = AuditEvent.objects.filter(pk=event.pk)
+    change = queryset.update if operation == "update" else queryset.delete
+    kwargs = {"action": "test.rewritten"} if operation == "update" else {}
+    # when anything tries to change or remove it, even bypassing the model layer
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
-        queryset = AuditEvent.objects.filter(pk=event.pk)
-        if operation == "update":
-            queryset.update(action="test.rewritten")
-        else:
-            queryset.delete()
+        change(**kwargs)
     # then it is unchanged
     event.refresh_from_db()
     assert event.action == "test.keep"

@@ -42,7 +42,9 @@ def test_healthz_reports_every_service_up(client: Any, celery_worker_proc: Any) 
     body = response.json()
     assert body["status"] == "ok"
     assert {name for name, check in body["checks"].items() if check["ok"]} == {
-        "database", "redis", "worker",
+        "database",
+        "redis",
+        "worker",
     }
     assert body["checks"]["database"]["detail"].startswith("pgvector")
 
@@ -67,7 +69,9 @@ def test_healthz_is_503_when_no_worker_answers(client: Any, monkeypatch: Any) ->
     response = client.get("/healthz")
     assert response.status_code == 503
     assert response.json()["checks"]["worker"] == {
-        "ok": False, "detail": "LookupError", "latency_ms": pytest.approx(0, abs=50),
+        "ok": False,
+        "detail": "LookupError",
+        "latency_ms": pytest.approx(0, abs=50),
     }
 
 
@@ -99,6 +103,7 @@ def test_websocket_round_trip_through_daphne_and_channels_redis(
 def test_websocket_refuses_anonymous_connections(daphne_server: str) -> None:
     # A consumer that closes before accepting makes Daphne refuse the handshake.
     with pytest.raises(InvalidStatus) as excinfo:
-        connect(_ws_url(daphne_server), additional_headers={"Origin": daphne_server},
-                open_timeout=10)
+        connect(
+            _ws_url(daphne_server), additional_headers={"Origin": daphne_server}, open_timeout=10
+        )
     assert excinfo.value.response.status_code == 403

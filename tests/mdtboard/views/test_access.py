@@ -107,8 +107,12 @@ def test_admin_invites_a_clinician_who_sets_a_password_and_logs_in(
     # when they invite a clinician to a team
     response = client.post(
         reverse("accounts:invite"),
-        {"email": "New.Doctor@Hospital.test", "display_name": "Dr New", "role": "clinician",
-         "teams": [team.pk]},
+        {
+            "email": "New.Doctor@Hospital.test",
+            "display_name": "Dr New",
+            "role": "clinician",
+            "teams": [team.pk],
+        },
         follow=True,
     )
     # then the account exists without a usable password, and an email carries a one-time link

@@ -17,4 +17,6 @@ class Command(BaseCommand):
         self.stdout.write("Demo logins (this machine only; kept in var/demo-credentials.json):")
         for login in logins:
             teams = ", ".join(login.teams) or "-"
-            self.stdout.write(f"  {login.role:<10} {login.email:<32} {login.password}   teams: {teams}")
+            self.stdout.write(
+                f"  {login.role:<10} {login.email:<32} {login.password}   teams: {teams}"
+            )

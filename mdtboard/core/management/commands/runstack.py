@@ -32,19 +32,41 @@ class Command(BaseCommand):
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"]}
         host, port = options["host"], options["port"]
         children = [
-            subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
-                 "--access-log", "-", "mdtboard.asgi:application"],
+            subprocess.Popen(  # noqa: S603 - fixed argv: this interpreter and our modules
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    host,
+                    "-p",
+                    str(port),
+                    "--access-log",
+                    "-",
+                    "mdtboard.asgi:application",
+                ],
                 env=env,
             ),
-            subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "mdtboard", "worker",
-                 "--loglevel", "INFO", "--concurrency", str(options["concurrency"])],
+            subprocess.Popen(  # noqa: S603 - fixed argv: this interpreter and our modules
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "mdtboard",
+                    "worker",
+                    "--loglevel",
+                    "INFO",
+                    "--concurrency",
+                    str(options["concurrency"]),
+                ],
                 env=env,
             ),
         ]
         self.stdout.write(self.style.SUCCESS(f"\nmdtboard is running at http://{host}:{port}/"))
-        self.stdout.write("Press Ctrl-C to stop the web server, the worker and embedded services.\n")
+        self.stdout.write(
+            "Press Ctrl-C to stop the web server, the worker and embedded services.\n"
+        )
 
         stopping = False
 
