@@ -36,10 +36,7 @@ from knowledge.calculators import (
     staging_summary,
     tnm_stage,
 )
-
-REPO_ROOT = Path(__file__).resolve().parents[3]
-PUBLIC_CASES = REPO_ROOT.parent / "shared" / "cases" / "public"
-
+from tests.paths import PUBLIC_CASES
 
 # --- case builders ------------------------------------------------------------------------------
 

@@ -1,0 +1,158 @@
+"""JSON Schema (draft 2020-12) of mdtboard.case/1, generated from the field catalog."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from consult.casefile.fields import (
+    CANCER_TYPE_LABELS,
+    EXPECTED_KEY,
+    FIELDS,
+    FORMAT_ID,
+    JSON_SECTIONS,
+    PRIOR_THERAPY_FIELDS,
+    SECTIONS,
+    TNM_GENERIC_PATTERNS,
+    TOP_LEVEL_KEYS,
+    Field,
+    FieldType,
+    children,
+    get_field,
+)
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+# The directory "schema/" has no __init__.py on purpose: it only carries the published file,
+# and this module (schema.py) must stay the importable "consult.casefile.schema".
+SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "mdtboard.case-1.schema.json"
+
+DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+
+def _leaf_schema(field: Field) -> dict[str, Any]:
+    schema: dict[str, Any] = {"title": field.label}
+    if field.help:
+        schema["description"] = field.help
+    nullable = not field.required
+    if field.type is FieldType.ENUM:
+        values: list[Any] = list(field.choice_values)
+        schema["enum"] = [*values, None] if nullable else values
+        return schema
+    json_type = {
+        FieldType.INT: "integer",
+        FieldType.NUMBER: "number",
+        FieldType.STR: "string",
+        FieldType.BOOL: "boolean",
+        FieldType.DATE: "string",
+        FieldType.LIST_STR: "array",
+        FieldType.PRIOR_THERAPIES: "array",
+    }[field.type]
+    schema["type"] = [json_type, "null"] if nullable else json_type
+    if field.is_numeric:
+        if field.minimum is not None:
+            key = "exclusiveMinimum" if field.exclusive_minimum else "minimum"
+            schema[key] = field.minimum
+        if field.maximum is not None:
+            schema["maximum"] = field.maximum
+    elif field.type is FieldType.STR:
+        if field.max_length is not None:
+            schema["maxLength"] = field.max_length
+        if field.pattern is not None:
+            schema["pattern"] = field.pattern
+        if field.key in TNM_GENERIC_PATTERNS and field.parent == "staging":
+            schema["pattern"] = TNM_GENERIC_PATTERNS[field.key]
+    elif field.type is FieldType.DATE:
+        schema["format"] = "date"
+        schema["pattern"] = DATE_PATTERN
+    elif field.type is FieldType.LIST_STR:
+        item: dict[str, Any] = {"type": "string"}
+        if field.max_length is not None:
+            item["maxLength"] = field.max_length
+        schema["items"] = item
+        if field.max_items is not None:
+            schema["maxItems"] = field.max_items
+    elif field.type is FieldType.PRIOR_THERAPIES:
+        schema["items"] = {"$ref": "#/$defs/prior_therapy"}
+        if field.max_items is not None:
+            schema["maxItems"] = field.max_items
+    return schema
+
+
+def _object_schema(fields: tuple[Field, ...], title: str, description: str) -> dict[str, Any]:
+    return {
+        "title": title,
+        "description": description,
+        "type": "object",
+        "properties": {f.key: _leaf_schema(f) for f in fields},
+        "additionalProperties": False,
+    }
+
+
+def build_schema() -> dict[str, Any]:
+    """The complete JSON Schema document; deterministic so the committed copy can be compared."""
+    section_meta = {s.key: s for s in SECTIONS}
+    properties: dict[str, Any] = {}
+    for key in TOP_LEVEL_KEYS:
+        if key in JSON_SECTIONS:
+            meta = section_meta[key]
+            properties[key] = _object_schema(children(key), meta.label, meta.description)
+        elif key == "format":
+            properties[key] = {
+                "title": "Format",
+                "description": get_field(key).help,
+                "const": FORMAT_ID,
+            }
+        elif key == "cancer_type":
+            leaf = _leaf_schema(get_field(key))
+            leaf["description"] += (
+                " " + "; ".join(f"{k} = {v}" for k, v in CANCER_TYPE_LABELS.items()) + "."
+            )
+            properties[key] = leaf
+        else:
+            properties[key] = _leaf_schema(get_field(key))
+    properties[EXPECTED_KEY] = {
+        "title": "Evaluation expectations",
+        "description": "Only in evaluation files (FORMAT.md §3); importers accept and ignore it.",
+    }
+    prior = {f.key: _leaf_schema(f) for f in PRIOR_THERAPY_FIELDS}
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "title": FORMAT_ID,
+        "description": (
+            "One patient and one index lesion at the moment an MDT question is asked. "
+            "Every field may be null, meaning not available; missing values are never imputed. "
+            "Units are part of field names. Sections may be omitted (all fields not available). "
+            "Clinical consistency (AJCC 8 TNM codes per organ, dates, cross-field checks) is "
+            "checked by the application in addition to this schema."
+        ),
+        "type": "object",
+        "required": [f.path for f in FIELDS if f.required],
+        "properties": properties,
+        "additionalProperties": False,
+        "$defs": {
+            "prior_therapy": {
+                "title": "Prior therapy",
+                "description": "One line of previous anticancer therapy.",
+                "type": "object",
+                "properties": prior,
+                "additionalProperties": False,
+            }
+        },
+    }
+
+
+def schema_json() -> str:
+    """The schema serialised exactly as committed in SCHEMA_PATH."""
+    return json.dumps(build_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_schema(path: Path = SCHEMA_PATH) -> None:
+    path.write_text(schema_json(), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    # Regenerate with: python -m consult.casefile.schema
+    write_schema()
+    sys.stdout.write(f"wrote {SCHEMA_PATH}\n")
