@@ -9,10 +9,14 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parent.parent
 LOG_DIR = REPO / "var" / "test-logs"
@@ -126,6 +130,13 @@ def start_worker(test_database: str) -> Proc:
             proc.stop()
             raise RuntimeError(f"Celery worker did not answer within 60 s:\n{proc.tail()}")
     return proc
+
+
+def in_thread(fn: Callable[..., T], /, **kwargs: Any) -> T:
+    """Run sync code that uses async_to_sync (channel-layer broadcasts) from a fresh thread:
+    once Playwright has started, this thread has a running event loop."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(fn, **kwargs).result(timeout=30)
 
 
 @contextmanager

@@ -9,10 +9,12 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "local-development-only-not-secret")
 os.environ.setdefault("DJANGO_DEBUG", "true")
 
 from .base import *  # noqa: F403
-from .base import STORAGES
+from .base import STATIC_ROOT, STORAGES
 
 # Serve static files straight from static/ without collectstatic.
 WHITENOISE_USE_FINDERS = True
+# WhiteNoise warns at every start when STATIC_ROOT is missing; finders serve static/ here.
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 WHITENOISE_AUTOREFRESH = True
 STORAGES = {
     **STORAGES,

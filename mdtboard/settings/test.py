@@ -11,7 +11,7 @@ os.environ.setdefault("REDIS_DB_CELERY", "2")
 os.environ.setdefault("REDIS_DB_CHANNELS", "3")
 
 from .base import *  # noqa: F403
-from .base import DATABASES, STORAGES
+from .base import DATABASES, STATIC_ROOT, STORAGES
 
 # Subprocesses started by the tests (Daphne, Celery worker) must use the test database that
 # pytest-django created, not the development one.
@@ -19,6 +19,8 @@ if os.environ.get("MDTBOARD_TEST_DATABASE_NAME"):
     DATABASES["default"]["NAME"] = os.environ["MDTBOARD_TEST_DATABASE_NAME"]
 
 WHITENOISE_USE_FINDERS = True
+# WhiteNoise warns at every start when STATIC_ROOT is missing; finders serve static/ here.
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STORAGES = {
     **STORAGES,
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

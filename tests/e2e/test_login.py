@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +9,7 @@ import pytest
 
 from consult.broadcasts import user_notify
 from tests.conftest import PASSWORD
+from tests.stack import in_thread
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -41,10 +41,7 @@ def test_clinician_logs_in_through_the_real_login_page(
     )
     page.wait_for_timeout(500)  # let htmx open the socket before the broadcast
     # (from another thread: Playwright's event loop owns this one)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(
-            user_notify, user_id=clinician.pk, level="success", text="Consultation finished"
-        ).result(timeout=10)
+    in_thread(user_notify, user_id=clinician.pk, level="success", text="Consultation finished")
     page.wait_for_selector(".notice:has-text('Consultation finished')", timeout=10_000)
     page.screenshot(path=str(screenshot_dir / "home.png"), full_page=True)
     # and the health endpoint sees the worker the stack started

@@ -13,6 +13,7 @@ from websockets.sync.client import connect
 from consult.broadcasts import user_notify
 from mdtboard.core import health
 from mdtboard.core.tasks import ping
+from tests.stack import in_thread
 
 pytestmark = pytest.mark.integration
 
@@ -90,8 +91,8 @@ def test_websocket_round_trip_through_daphne_and_channels_redis(
     headers = {"Cookie": cookie.output(header="", sep=";").strip(), "Origin": daphne_server}
     with connect(_ws_url(daphne_server), additional_headers=headers, open_timeout=10) as ws:
         # when this process broadcasts to that user, and to a colleague, over channels-redis
-        user_notify(user_id=colleague.pk, level="info", text="for the colleague only")
-        user_notify(user_id=clinician.pk, level="success", text="Plan <b>ready</b>")
+        in_thread(user_notify, user_id=colleague.pk, level="info", text="for the colleague only")
+        in_thread(user_notify, user_id=clinician.pk, level="success", text="Plan <b>ready</b>")
         # then only the clinician's notice arrives, escaped, as an htmx out-of-band fragment
         fragment = ws.recv(timeout=10)
     assert 'hx-swap-oob="beforeend"' in fragment

@@ -1,0 +1,156 @@
+"""Forms of the intake pages. Django forms only collect raw text here: the field catalog's
+validator (consult.casefile) judges every value, so a form and an imported file get the same
+checks and the same messages."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django import forms
+
+from consult.casefile.fields import (
+    CANCER_TYPE_LABELS,
+    CANCER_TYPES,
+    PRIOR_THERAPY_FIELDS,
+    Field,
+    FieldType,
+    fields_in_section,
+)
+from consult.models import DossierStatus
+from mdtboard.accounts.models import Team
+
+PRIOR_ROWS_EXTRA = 2
+NONE_WORD = "none"
+_INT = re.compile(r"[+-]?\d+")
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+# Fields the section forms never edit: identity and format are fixed once a dossier exists.
+READ_ONLY = frozenset({"format", "case_id", "patient.pseudonym"})
+
+
+def html_name(path: str) -> str:
+    return path.replace(".", "__")
+
+
+def section_fields(section: str, cancer_type: str) -> list[Field]:
+    return [
+        f
+        for f in fields_in_section(section)
+        if f.applies(cancer_type)
+        and f.path not in READ_ONLY
+        and f.type is not FieldType.PRIOR_THERAPIES
+    ]
+
+
+def has_prior_therapies(section: str) -> bool:
+    return any(f.type is FieldType.PRIOR_THERAPIES for f in fields_in_section(section))
+
+
+def to_value(field: Field, raw: str | None) -> Any:
+    """Form text -> the JSON value the case format holds. Text that is not a valid value of the
+    field's type is passed through as text, so the validator can say what is wrong with it."""
+    text = (raw or "").strip()
+    if text == "":
+        return None
+    if field.type is FieldType.INT:
+        return int(text) if _INT.fullmatch(text) else _number_or_text(text)
+    if field.type is FieldType.NUMBER:
+        return _number_or_text(text)
+    if field.type is FieldType.BOOL:
+        return {"true": True, "false": False}.get(text, text)
+    if field.type is FieldType.LIST_STR:
+        if text.lower() == NONE_WORD:
+            return []
+        return [line.strip() for line in text.splitlines() if line.strip()]
+    return text
+
+
+def _number_or_text(text: str) -> Any:
+    if _INT.fullmatch(text):
+        return int(text)
+    if _NUMBER.fullmatch(text):
+        return float(text)
+    return text
+
+
+def to_text(field: Field, value: Any) -> str:
+    """The stored value as the form shows it."""
+    if value is None:
+        return ""
+    if field.type is FieldType.BOOL:
+        return "true" if value else "false"
+    if field.type is FieldType.LIST_STR:
+        return "\n".join(value) if value else NONE_WORD
+    return str(value)
+
+
+def section_values(
+    data: dict[str, Any], section: str, cancer_type: str, post: Any
+) -> dict[str, Any]:
+    """A copy of ``data`` with the posted values of one section's fields applied."""
+    updated = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+    for field in section_fields(section, cancer_type):
+        value = to_value(field, post.get(html_name(field.path)))
+        if field.parent is None:
+            updated[field.key] = value
+        else:
+            updated.setdefault(field.parent, {})[field.key] = value
+    if has_prior_therapies(section):
+        updated["diagnosis"]["prior_therapies"] = _prior_rows(post)
+    return updated
+
+
+def _prior_rows(post: Any) -> list[dict[str, Any]]:
+    rows = []
+    count = int(post.get("prior-count") or 0) if str(post.get("prior-count", "")).isdigit() else 0
+    for index in range(min(count, 50)):
+        row = {f.key: to_value(f, post.get(f"prior-{index}-{f.key}")) for f in PRIOR_THERAPY_FIELDS}
+        if any(value is not None for value in row.values()):
+            rows.append(row)
+    return rows
+
+
+def prior_rows_for_display(data: dict[str, Any]) -> list[dict[str, str]]:
+    rows = (data.get("diagnosis") or {}).get("prior_therapies") or []
+    shown = [{f.key: to_text(f, row.get(f.key)) for f in PRIOR_THERAPY_FIELDS} for row in rows]
+    return shown + [{f.key: "" for f in PRIOR_THERAPY_FIELDS} for _ in range(PRIOR_ROWS_EXTRA)]
+
+
+class NewDossierForm(forms.Form):
+    team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
+    pseudonym = forms.CharField(
+        max_length=200,
+        help_text="Never a real name or hospital number. An existing pseudonym in the team "
+        "adds a dossier to that patient.",
+    )
+    cancer_type = forms.ChoiceField(choices=[(t, CANCER_TYPE_LABELS[t]) for t in CANCER_TYPES])
+    question = forms.CharField(
+        label="MDT question", widget=forms.Textarea(attrs={"rows": 3}), required=False
+    )
+
+    def __init__(self, *args: Any, teams: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = teams  # type: ignore[attr-defined]
+
+
+class ImportForm(forms.Form):
+    team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
+
+    def __init__(self, *args: Any, teams: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = teams  # type: ignore[attr-defined]
+
+
+class DossierFilterForm(forms.Form):
+    cancer_type = forms.ChoiceField(
+        choices=[("", "All cancer types"), *[(t, CANCER_TYPE_LABELS[t]) for t in CANCER_TYPES]],
+        required=False,
+    )
+    status = forms.ChoiceField(choices=[("", "Any status"), *DossierStatus.choices], required=False)
+    updated_from = forms.DateField(
+        required=False, label="Updated from", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    updated_to = forms.DateField(
+        required=False, label="Updated to", widget=forms.DateInput(attrs={"type": "date"})
+    )

@@ -1,0 +1,78 @@
+"""Reads of the consult app. Every lookup checks that the user may see the object."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, QuerySet
+from django.http import Http404
+
+from consult.models import LesionDossier, Patient
+from mdtboard.accounts.models import Team
+from mdtboard.accounts.roles import Role, has_role
+
+
+def _require_clinical_role(user: Any) -> None:
+    # Raters judge blinded packets and curators the knowledge base: neither opens dossiers.
+    if not has_role(user, Role.CLINICIAN, Role.ADMIN):
+        raise PermissionDenied
+
+
+def teams_for(*, user: Any) -> QuerySet[Team]:
+    if has_role(user, Role.ADMIN):
+        return Team.objects.all()
+    return Team.objects.filter(members=user)
+
+
+def patient_list(*, user: Any, cancer_type: str = "") -> QuerySet[Patient]:
+    _require_clinical_role(user)
+    patients = Patient.objects.filter(team__in=teams_for(user=user)).select_related("team")
+    if cancer_type:
+        patients = patients.filter(dossiers__cancer_type=cancer_type).distinct()
+    return patients.annotate(dossier_count=Count("dossiers")).order_by("team__name", "pseudonym")
+
+
+def dossier_list(
+    *,
+    user: Any,
+    cancer_type: str = "",
+    status: str = "",
+    updated_from: date | None = None,
+    updated_to: date | None = None,
+    patient_id: int | None = None,
+) -> QuerySet[LesionDossier]:
+    _require_clinical_role(user)
+    dossiers = LesionDossier.objects.filter(patient__team__in=teams_for(user=user))
+    if cancer_type:
+        dossiers = dossiers.filter(cancer_type=cancer_type)
+    if status:
+        dossiers = dossiers.filter(status=status)
+    if updated_from:
+        dossiers = dossiers.filter(updated_at__date__gte=updated_from)
+    if updated_to:
+        dossiers = dossiers.filter(updated_at__date__lte=updated_to)
+    if patient_id:
+        dossiers = dossiers.filter(patient_id=patient_id)
+    return dossiers.select_related("patient", "patient__team").order_by("-updated_at")
+
+
+def dossier_get(*, user: Any, pk: int, for_update: bool = False) -> LesionDossier:
+    """The dossier if the user's teams own it; 404 otherwise, so its existence is not leaked."""
+    _require_clinical_role(user)
+    try:
+        return (
+            LesionDossier.objects.select_related("patient", "patient__team")
+            .filter(patient__team__in=teams_for(user=user))
+            .get(pk=pk)
+        )
+    except LesionDossier.DoesNotExist as exc:
+        raise Http404("No such dossier") from exc
+
+
+def team_get(*, user: Any, pk: int) -> Team:
+    try:
+        return teams_for(user=user).get(pk=pk)
+    except Team.DoesNotExist as exc:
+        raise Http404("No such team") from exc

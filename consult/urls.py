@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from consult import views
+
+app_name = "consult"
+
+urlpatterns = [
+    path("patients/", views.patient_list, name="patient-list"),
+    path("dossiers/", views.dossier_list, name="dossier-list"),
+    path("dossiers/new/", views.dossier_create_view, name="dossier-create"),
+    path("dossiers/import/", views.dossier_import, name="dossier-import"),
+    path("dossiers/<int:pk>/", views.dossier_detail, name="dossier-detail"),
+    path("dossiers/<int:pk>/edit/<slug:section>/", views.dossier_edit, name="dossier-edit"),
+    path(
+        "dossiers/<int:pk>/edit/<slug:section>/check/",
+        views.dossier_check_field,
+        name="dossier-check-field",
+    ),
+    path("dossiers/<int:pk>/submit/", views.dossier_submit_view, name="dossier-submit"),
+    path("dossiers/<int:pk>/export.json", views.dossier_export_view, name="dossier-export"),
+    path("schema/mdtboard.case-1.json", views.case_schema, name="case-schema"),
+]

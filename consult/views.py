@@ -1,0 +1,289 @@
+"""Intake pages: patients, dossiers by section, import/export of case files, the schema."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from consult import selectors
+from consult.casefile.fields import SECTIONS, get_field
+from consult.casefile.schema import SCHEMA_PATH
+from consult.forms import (
+    DossierFilterForm,
+    ImportForm,
+    NewDossierForm,
+    has_prior_therapies,
+    html_name,
+    prior_rows_for_display,
+    section_fields,
+    section_values,
+    to_text,
+)
+from consult.presenters import case_sections
+from consult.services.dossiers import (
+    DossierError,
+    case_import_upload,
+    dossier_create,
+    dossier_export,
+    dossier_submit,
+    dossier_update,
+    dossier_warnings,
+    draft_case,
+)
+from knowledge.calculators import derive_all
+from mdtboard.core.http import AuthedRequest
+
+SECTION_LABELS = {s.key: s.label for s in SECTIONS}
+DERIVED_LABELS = {
+    "child_pugh_score": "Child–Pugh score",
+    "child_pugh_class": "Child–Pugh class",
+    "albi_score": "ALBI score",
+    "albi_grade": "ALBI grade",
+    "bclc": "BCLC stage (2022)",
+    "tnm_stage": "AJCC 8 stage group",
+    "breast_subtype": "Breast cancer subtype",
+    "ann_arbor_stage": "Ann Arbor stage",
+    "ipi": "IPI",
+    "cns_ipi": "CNS-IPI",
+    "egfr_ckd_epi_2021": "eGFR, CKD-EPI 2021 (mL/min/1.73 m²)",
+    "crcl_cockcroft_gault": "Creatinine clearance, Cockcroft–Gault (mL/min)",
+}
+MAX_UPLOAD_FILES = 50
+
+
+@require_GET
+def patient_list(request: AuthedRequest) -> HttpResponse:
+    patients = selectors.patient_list(user=request.user)
+    return render(request, "consult/patient_list.html", {"patients": patients})
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def dossier_list(request: AuthedRequest) -> HttpResponse:
+    form = DossierFilterForm(request.GET or None)
+    filters: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
+    patient = request.GET.get("patient", "")
+    dossiers = selectors.dossier_list(
+        user=request.user,
+        cancer_type=filters.get("cancer_type", ""),
+        status=filters.get("status", ""),
+        updated_from=filters.get("updated_from"),
+        updated_to=filters.get("updated_to"),
+        patient_id=int(patient) if patient.isdigit() else None,
+    )
+    template = "consult/dossier_list.html"
+    if request.htmx:
+        template += "#dossier-table"
+    return render(request, template, {"form": form, "dossiers": dossiers[:500]})
+
+
+@require_http_methods(["GET", "POST"])
+def dossier_create_view(request: AuthedRequest) -> HttpResponse:
+    teams = selectors.teams_for(user=request.user)
+    selectors.dossier_list(user=request.user)  # role check: clinicians and admins only
+    form = NewDossierForm(request.POST or None, teams=teams)
+    if request.method == "POST" and form.is_valid():
+        data = draft_case(
+            cancer_type=form.cleaned_data["cancer_type"],
+            pseudonym=form.cleaned_data["pseudonym"],
+            question=form.cleaned_data["question"],
+        )
+        try:
+            dossier = dossier_create(actor=request.user, team=form.cleaned_data["team"], data=data)
+        except DossierError as exc:
+            for error in exc.errors or []:
+                form.add_error(None, error.message)
+            if not exc.errors:
+                form.add_error(None, str(exc))
+        else:
+            messages.success(request, "Dossier created. Fill in the sections, then submit it.")
+            return redirect("consult:dossier-edit", pk=dossier.pk, section="patient")
+    return render(request, "consult/dossier_new.html", {"form": form})
+
+
+@require_GET
+def dossier_detail(request: AuthedRequest, pk: int) -> HttpResponse:
+    dossier = selectors.dossier_get(user=request.user, pk=pk)
+    derived = derive_all(dossier.data)
+    context = {
+        "dossier": dossier,
+        "sections": case_sections(dossier.data),
+        "derived": [(key, DERIVED_LABELS.get(key, key), fact) for key, fact in derived.items()],
+        "warnings": dossier_warnings(dossier),
+        "snapshots": dossier.snapshots.all(),
+        "section_labels": SECTION_LABELS,
+    }
+    return render(request, "consult/dossier_detail.html", context)
+
+
+def _edit_context(
+    dossier: Any,
+    section: str,
+    data: dict[str, Any],
+    errors: dict[str, list[str]],
+    general: list[str],
+    post: Any = None,
+) -> dict[str, Any]:
+    cancer_type = str(data.get("cancer_type") or "other")
+    fields = []
+    for field in section_fields(section, cancer_type):
+        name = html_name(field.path)
+        holder = data if field.parent is None else (data.get(field.parent) or {})
+        fields.append(
+            {
+                "field": field,
+                "name": name,
+                "text": post.get(name, "")
+                if post is not None
+                else to_text(field, holder.get(field.key)),
+                "errors": errors.get(field.path, []),
+            }
+        )
+    return {
+        "dossier": dossier,
+        "section": section,
+        "section_label": SECTION_LABELS[section],
+        "sections": SECTIONS,
+        "fields": fields,
+        "prior_rows": prior_rows_for_display(data) if has_prior_therapies(section) else None,
+        "response_choices": get_field("diagnosis.prior_therapies[].best_response").choices,
+        "general_errors": general,
+        "has_errors": bool(errors or general),
+    }
+
+
+def _errors_by_path(
+    exc: DossierError, section: str, cancer_type: str
+) -> tuple[dict[str, list[str]], list[str]]:
+    shown = {f.path for f in section_fields(section, cancer_type)}
+    by_path: dict[str, list[str]] = {}
+    general: list[str] = []
+    for error in exc.errors:
+        path = error.path.removeprefix("$.").split("[")[0]
+        if path in shown:
+            by_path.setdefault(path, []).append(error.message)
+        else:
+            where = error.path.removeprefix("$.") or "case"
+            general.append(f"{where}: {error.message}")
+    if not exc.errors:
+        general.append(str(exc))
+    return by_path, general
+
+
+@require_http_methods(["GET", "POST"])
+def dossier_edit(request: AuthedRequest, pk: int, section: str) -> HttpResponse:
+    dossier = selectors.dossier_get(user=request.user, pk=pk)
+    if section not in SECTION_LABELS:
+        raise Http404("No such section")
+    if request.method == "POST":
+        data = section_values(dossier.data, section, dossier.cancer_type, request.POST)
+        try:
+            dossier_update(actor=request.user, dossier=dossier, data=data)
+        except DossierError as exc:
+            errors, general = _errors_by_path(exc, section, dossier.cancer_type)
+            context = _edit_context(dossier, section, data, errors, general, request.POST)
+            return render(request, "consult/dossier_edit.html", context, status=422)
+        messages.success(request, f"{SECTION_LABELS[section]} saved.")
+        return redirect(_next_section_url(dossier.pk, section, request.POST.get("then")))
+    return render(
+        request, "consult/dossier_edit.html", _edit_context(dossier, section, dossier.data, {}, [])
+    )
+
+
+def _next_section_url(pk: int, section: str, then: str | None) -> str:
+    from django.urls import reverse
+
+    keys = [s.key for s in SECTIONS]
+    index = keys.index(section)
+    if then == "next" and index + 1 < len(keys):
+        return reverse("consult:dossier-edit", kwargs={"pk": pk, "section": keys[index + 1]})
+    return reverse("consult:dossier-detail", kwargs={"pk": pk})
+
+
+@require_POST
+def dossier_check_field(request: AuthedRequest, pk: int, section: str) -> HttpResponse:
+    """Inline validation while the clinician types: the errors of one field, given the whole
+    section as currently typed (so cross-field checks apply). Nothing is saved."""
+    dossier = selectors.dossier_get(user=request.user, pk=pk)
+    if section not in SECTION_LABELS:
+        raise Http404("No such section")
+    path = str(request.POST.get("_field", "")).replace("__", ".")
+    try:
+        get_field(path)
+    except KeyError as exc:
+        raise Http404("No such field") from exc
+    from consult.casefile.validate import validate_case
+
+    data = section_values(dossier.data, section, dossier.cancer_type, request.POST)
+    errors = [
+        e.message
+        for e in validate_case(data, filename=dossier.case_id)
+        if e.path.removeprefix("$.") == path
+    ]
+    return render(request, "consult/partials/_field_errors.html", {"errors": errors})
+
+
+@require_POST
+def dossier_submit_view(request: AuthedRequest, pk: int) -> HttpResponse:
+    dossier = selectors.dossier_get(user=request.user, pk=pk)
+    try:
+        snapshot = dossier_submit(actor=request.user, dossier=dossier)
+    except DossierError as exc:
+        for error in exc.errors:
+            messages.error(request, f"{error.path.removeprefix('$.')}: {error.message}")
+        return redirect("consult:dossier-detail", pk=pk)
+    messages.success(
+        request, f"Submitted as snapshot {snapshot.number} ({snapshot.content_hash[:12]})."
+    )
+    return redirect("consult:dossier-detail", pk=pk)
+
+
+@require_GET
+def dossier_export_view(request: AuthedRequest, pk: int) -> HttpResponse:
+    dossier = selectors.dossier_get(user=request.user, pk=pk)
+    document = dossier_export(actor=request.user, dossier=dossier)
+    response = HttpResponse(
+        json.dumps(document, indent=2, ensure_ascii=False) + "\n",
+        content_type="application/json; charset=utf-8",
+    )
+    response["Content-Disposition"] = f'attachment; filename="{dossier.case_id}.json"'
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+def dossier_import(request: AuthedRequest) -> HttpResponse:
+    teams = selectors.teams_for(user=request.user)
+    selectors.dossier_list(user=request.user)  # role check: clinicians and admins only
+    form = ImportForm(request.POST or None, teams=teams)
+    results = []
+    if request.method == "POST" and form.is_valid():
+        files = request.FILES.getlist("files")
+        if not files:
+            form.add_error(None, "Choose one or more case files (.json) to import.")
+        elif len(files) > MAX_UPLOAD_FILES:
+            form.add_error(None, f"Import at most {MAX_UPLOAD_FILES} files at a time.")
+        else:
+            for upload in files:
+                results.append(
+                    case_import_upload(
+                        actor=request.user, team=form.cleaned_data["team"], upload=upload
+                    )
+                )
+    status = 422 if any(not r.ok for r in results) else 200
+    return render(
+        request, "consult/dossier_import.html", {"form": form, "results": results}, status=status
+    )
+
+
+@login_not_required
+@require_GET
+def case_schema(request: HttpRequest) -> FileResponse:
+    """The published JSON Schema of mdtboard.case/1, for tools that write case files."""
+    return FileResponse(SCHEMA_PATH.open("rb"), content_type="application/schema+json")

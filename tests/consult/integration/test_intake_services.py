@@ -1,0 +1,168 @@
+"""Case intake through the services: import, export, submit, and what bad input leaves behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import DatabaseError, transaction
+
+from consult.models import DossierSnapshot, DossierStatus, LesionDossier, Patient
+from consult.services.dossiers import (
+    DossierError,
+    case_import,
+    dossier_export,
+    dossier_submit,
+    dossier_update,
+)
+from knowledge.calculators import derive_all, staging_summary
+from mdtboard.audit.models import AuditEvent
+from tests.paths import REPO, public_case_files
+
+pytestmark = pytest.mark.django_db
+
+MALFORMED = REPO / "tests" / "consult" / "fixtures" / "malformed"
+
+
+def _import(path: Path, clinician: Any, team: Any) -> Any:
+    return case_import(actor=clinician, team=team, raw=path.read_bytes(), filename=path.name)
+
+
+@pytest.mark.parametrize("path", public_case_files(), ids=lambda p: p.stem)
+def test_public_case_imports_and_derives_the_expected_staging(
+    path: Path, clinician: Any, team: Any
+) -> None:
+    # when a clinician imports an evaluation case
+    result = _import(path, clinician, team)
+    # then it is stored as a draft dossier of their team
+    assert result.ok, result.errors
+    dossier = LesionDossier.objects.get(pk=result.dossier.pk)
+    assert dossier.patient.team == team
+    assert dossier.status == DossierStatus.DRAFT
+    # and the staging derived from what was stored equals the file's expectation
+    expected = json.loads(path.read_text())["expected"].get("staging", {})
+    derived = staging_summary(derive_all(dossier.data))
+    for key, value in expected.items():
+        assert str(derived[key]).lower() == str(value).lower(), key
+
+
+@pytest.mark.parametrize("path", public_case_files(), ids=lambda p: p.stem)
+def test_export_round_trips_the_imported_file_exactly(
+    path: Path, clinician: Any, team: Any
+) -> None:
+    original = json.loads(path.read_text())
+    original.pop("expected")
+    dossier = _import(path, clinician, team).dossier
+    exported = dossier_export(actor=clinician, dossier=dossier)
+    # Same keys in the same order, same values: the file a tool wrote comes back unchanged.
+    assert json.dumps(exported) == json.dumps(original)
+    assert AuditEvent.objects.filter(action="dossier.export", object_id=str(dossier.pk)).exists()
+
+
+def _counts() -> tuple[int, int, int]:
+    return Patient.objects.count(), LesionDossier.objects.count(), AuditEvent.objects.count()
+
+
+@pytest.mark.parametrize("path", sorted(MALFORMED.glob("*")), ids=lambda p: p.name)
+def test_malformed_file_imports_nothing(path: Path, clinician: Any, team: Any) -> None:
+    # given the database as it stands
+    before = _counts()
+    # when a malformed or hostile file is imported
+    result = _import(path, clinician, team)
+    # then it is refused with errors that name the file and a JSON path, and nothing is saved
+    assert not result.ok
+    assert result.errors
+    assert all(e.filename == path.name and e.path.startswith("$") for e in result.errors)
+    assert _counts() == before
+
+
+@pytest.mark.parametrize("size_mb", [10])
+def test_huge_file_is_refused_by_size(size_mb: int, clinician: Any, team: Any) -> None:
+    raw = b'{"format": "mdtboard.case/1", "notes": "' + b"x" * (size_mb * 1024 * 1024) + b'"}'
+    before = _counts()
+    result = case_import(actor=clinician, team=team, raw=raw, filename="huge.json")
+    assert "MiB" in result.errors[0].message
+    assert _counts() == before
+
+
+def test_importing_the_same_case_twice_is_refused(clinician: Any, team: Any) -> None:
+    path = public_case_files()[0]
+    assert _import(path, clinician, team).ok
+    before = _counts()
+    again = _import(path, clinician, team)
+    assert not again.ok
+    assert "already has a dossier" in again.errors[0].message
+    assert _counts() == before
+
+
+def test_import_into_a_team_the_clinician_is_not_in_is_refused(
+    clinician: Any, other_team: Any
+) -> None:
+    result = _import(public_case_files()[0], clinician, other_team)
+    assert not result.ok
+    assert "team you belong to" in result.errors[0].message
+    assert not Patient.objects.exists()
+
+
+def test_submit_freezes_a_hashed_snapshot_that_later_edits_do_not_touch(
+    clinician: Any, team: Any
+) -> None:
+    # given an imported dossier, submitted
+    dossier = _import(public_case_files()[3], clinician, team).dossier
+    first = dossier_submit(actor=clinician, dossier=dossier)
+    assert first.number == 1
+    assert len(first.content_hash) == 64
+    # when the clinician edits a lab value afterwards
+    data = json.loads(json.dumps(dossier.data))
+    data["labs"]["albumin_g_dl"] = 3.0
+    dossier = dossier_update(actor=clinician, dossier=dossier, data=data)
+    # then the dossier is a draft again and the snapshot still holds what was submitted
+    assert dossier.status == DossierStatus.DRAFT
+    first.refresh_from_db()
+    assert first.data["labs"]["albumin_g_dl"] != 3.0
+    # and resubmitting makes a second snapshot with another hash
+    second = dossier_submit(actor=clinician, dossier=dossier)
+    assert second.number == 2
+    assert second.content_hash != first.content_hash
+    # and the edit is audited by field name, without the value
+    edit = AuditEvent.objects.get(action="dossier.edit", object_id=str(dossier.pk))
+    assert edit.payload["fields"] == ["labs.albumin_g_dl"]
+    assert "3.0" not in json.dumps(edit.payload)
+
+
+def test_the_database_refuses_to_change_a_snapshot(clinician: Any, team: Any) -> None:
+    dossier = _import(public_case_files()[0], clinician, team).dossier
+    snapshot = dossier_submit(actor=clinician, dossier=dossier)
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        DossierSnapshot.objects.filter(pk=snapshot.pk).update(data={})
+
+
+def test_update_with_an_out_of_range_value_saves_nothing(clinician: Any, team: Any) -> None:
+    dossier = _import(public_case_files()[3], clinician, team).dossier
+    data = json.loads(json.dumps(dossier.data))
+    data["labs"]["bilirubin_mg_dl"] = 250
+    with pytest.raises(DossierError) as excinfo:
+        dossier_update(actor=clinician, dossier=dossier, data=data)
+    assert excinfo.value.errors[0].path == "$.labs.bilirubin_mg_dl"
+    dossier.refresh_from_db()
+    assert dossier.data["labs"]["bilirubin_mg_dl"] == 0.9
+
+
+def test_importcase_command_imports_a_folder_and_reports_bad_files(
+    clinician: Any, team: Any, tmp_path: Path, capsys: Any
+) -> None:
+    # given a folder with one good and one bad file
+    good = public_case_files()[0]
+    (tmp_path / good.name).write_bytes(good.read_bytes())
+    (tmp_path / "bad.json").write_text('{"format": "mdtboard.case/1", "cancer_type": "hcc"}')
+    # when the command imports the folder
+    with pytest.raises(CommandError, match="1 of 2 file"):
+        call_command("importcase", str(tmp_path), team=team.slug, user=clinician.email)
+    # then the good file was imported and the bad one is named with its path and problem
+    output = capsys.readouterr()
+    assert f"imported {tmp_path / good.name}" in output.out
+    assert "bad.json: $" in output.err
+    assert LesionDossier.objects.count() == 1

@@ -1,0 +1,220 @@
+"""Intake pages as each persona sees them: owner, colleague, outsider, rater, curator."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from consult.casefile.fields import SECTION_KEYS
+from consult.models import DossierStatus, LesionDossier
+from consult.services.dossiers import case_import
+from mdtboard.audit.models import AuditEvent
+from tests.paths import PUBLIC_CASES
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def dossier(clinician: Any, team: Any) -> LesionDossier:
+    path = PUBLIC_CASES / "pub-hcc-01.json"
+    result = case_import(actor=clinician, team=team, raw=path.read_bytes(), filename=path.name)
+    assert result.dossier is not None
+    return result.dossier
+
+
+def _dossier_urls(pk: int) -> list[tuple[str, str]]:
+    urls = [
+        ("get", reverse("consult:dossier-detail", args=[pk])),
+        ("get", reverse("consult:dossier-export", args=[pk])),
+        ("post", reverse("consult:dossier-submit", args=[pk])),
+    ]
+    for section in SECTION_KEYS:
+        urls.append(("get", reverse("consult:dossier-edit", args=[pk, section])))
+        urls.append(("post", reverse("consult:dossier-edit", args=[pk, section])))
+        urls.append(("post", reverse("consult:dossier-check-field", args=[pk, section])))
+    return urls
+
+
+def test_outsider_gets_404_on_every_dossier_url(
+    client: Any, dossier: LesionDossier, outsider: Any
+) -> None:
+    client.force_login(outsider)
+    for method, url in _dossier_urls(dossier.pk):
+        assert getattr(client, method)(url).status_code == 404, url
+    dossier.refresh_from_db()
+    assert dossier.status == DossierStatus.DRAFT  # the POSTs changed nothing
+
+
+@pytest.mark.parametrize("persona", ["rater", "curator"])
+def test_raters_and_curators_cannot_open_dossiers_at_all(
+    client: Any, dossier: LesionDossier, persona: str, request: Any
+) -> None:
+    client.force_login(request.getfixturevalue(persona))
+    urls = [
+        *_dossier_urls(dossier.pk),
+        ("get", reverse("consult:dossier-list")),
+        ("get", reverse("consult:patient-list")),
+        ("get", reverse("consult:dossier-create")),
+        ("get", reverse("consult:dossier-import")),
+    ]
+    for method, url in urls:
+        assert getattr(client, method)(url).status_code == 403, url
+
+
+def test_colleague_in_the_team_sees_the_dossier_and_its_derived_facts(
+    client: Any, dossier: LesionDossier, colleague: Any
+) -> None:
+    client.force_login(colleague)
+    page = client.get(reverse("consult:dossier-detail", args=[dossier.pk])).content.decode()
+    assert "pub-hcc-01" in page
+    # derived staging with its source, and "not available" for what the file leaves null
+    assert 'id="derived-bclc"' in page
+    assert "Reig M" in page
+    assert "not available" in page
+
+
+def test_lists_show_only_the_teams_dossiers_and_filter(
+    client: Any, dossier: LesionDossier, outsider: Any, clinician: Any
+) -> None:
+    client.force_login(outsider)
+    assert "pub-hcc-01" not in client.get(reverse("consult:dossier-list")).content.decode()
+    assert "HCC-P01" not in client.get(reverse("consult:patient-list")).content.decode()
+    client.force_login(clinician)
+    url = reverse("consult:dossier-list")
+    assert "pub-hcc-01" in client.get(url, {"cancer_type": "hcc"}).content.decode()
+    assert "pub-hcc-01" not in client.get(url, {"cancer_type": "breast"}).content.decode()
+    assert "pub-hcc-01" not in client.get(url, {"status": "submitted"}).content.decode()
+    # htmx asks for the table only
+    fragment = client.get(url, {"cancer_type": "hcc"}, headers={"HX-Request": "true"})
+    assert fragment.content.decode().lstrip().startswith("<table")
+
+
+def test_section_edit_shows_the_error_next_to_the_field_and_keeps_saved_data(
+    client: Any, dossier: LesionDossier, clinician: Any
+) -> None:
+    client.force_login(clinician)
+    url = reverse("consult:dossier-edit", args=[dossier.pk, "labs"])
+    form = client.get(url).content.decode()
+    assert "Bilirubin (mg/dL)" in form  # units explicit in labels
+    # when the clinician types an impossible bilirubin
+    response = client.post(url, {"labs__bilirubin_mg_dl": "250", "labs__albumin_g_dl": "4.1"})
+    # then the page says why, beside the field, and nothing was saved
+    assert response.status_code == 422
+    assert "outside the plausible range" in response.content.decode()
+    dossier.refresh_from_db()
+    assert dossier.data["labs"]["bilirubin_mg_dl"] == 0.9
+
+
+def test_section_save_stores_values_and_empty_means_not_available(
+    client: Any, dossier: LesionDossier, clinician: Any
+) -> None:
+    client.force_login(clinician)
+    url = reverse("consult:dossier-edit", args=[dossier.pk, "labs"])
+    fields = {
+        "labs__bilirubin_mg_dl": "1.4",
+        "labs__albumin_g_dl": "",
+        "labs__inr": "1.1",
+        "labs__creatinine_mg_dl": "0.9",
+        "labs__platelets_10e9_l": "160",
+        "labs__hbsag": "positive",
+        "labs__hbv_dna_iu_ml": "2000",
+        "labs__hcv_rna": "negative",
+    }
+    response = client.post(url, {**fields, "then": "summary"})
+    assert response.status_code == 302
+    dossier.refresh_from_db()
+    assert dossier.data["labs"]["bilirubin_mg_dl"] == 1.4
+    assert dossier.data["labs"]["albumin_g_dl"] is None
+    # Child-Pugh now lacks albumin: the summary says which input is missing, not a guess
+    page = client.get(reverse("consult:dossier-detail", args=[dossier.pk])).content.decode()
+    assert "labs.albumin_g_dl" in page
+
+
+def test_inline_check_returns_the_fields_error_without_saving(
+    client: Any, dossier: LesionDossier, clinician: Any
+) -> None:
+    client.force_login(clinician)
+    url = reverse("consult:dossier-check-field", args=[dossier.pk, "patient"])
+    response = client.post(
+        url, {"_field": "patient__ecog", "patient__ecog": "5"}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 200
+    assert "ECOG" in response.content.decode()
+    ok = client.post(url, {"_field": "patient__ecog", "patient__ecog": "1"})
+    assert "errorlist" not in ok.content.decode()
+    dossier.refresh_from_db()
+    assert dossier.data["patient"]["ecog"] == 0
+
+
+def test_cross_field_error_is_shown_for_pregnant_male(
+    client: Any, dossier: LesionDossier, clinician: Any
+) -> None:
+    client.force_login(clinician)
+    url = reverse("consult:dossier-edit", args=[dossier.pk, "patient"])
+    response = client.post(url, {"patient__sex": "male", "patient__pregnant": "true"})
+    assert response.status_code == 422
+    assert "pregnan" in response.content.decode().lower()
+
+
+def test_create_then_submit_through_the_pages(client: Any, clinician: Any, team: Any) -> None:
+    client.force_login(clinician)
+    response = client.post(
+        reverse("consult:dossier-create"),
+        {
+            "team": team.pk,
+            "pseudonym": "LUNG-T1",
+            "cancer_type": "lung_adenocarcinoma",
+            "question": "Adjuvant therapy?",
+        },
+    )
+    dossier = LesionDossier.objects.get(patient__pseudonym="LUNG-T1")
+    assert response["Location"] == reverse("consult:dossier-edit", args=[dossier.pk, "patient"])
+    # lung fields are offered, liver-only fields are not
+    staging = client.get(reverse("consult:dossier-edit", args=[dossier.pk, "biomarkers"]))
+    assert "EGFR" in staging.content.decode()
+    assert "AFP" not in staging.content.decode()
+    client.post(reverse("consult:dossier-submit", args=[dossier.pk]))
+    dossier.refresh_from_db()
+    assert dossier.status == DossierStatus.SUBMITTED
+    assert AuditEvent.objects.filter(action="dossier.submit", object_id=str(dossier.pk)).exists()
+
+
+def test_upload_imports_good_files_and_explains_bad_ones(
+    client: Any, clinician: Any, team: Any
+) -> None:
+    client.force_login(clinician)
+    good = SimpleUploadedFile("pub-lung-03.json", (PUBLIC_CASES / "pub-lung-03.json").read_bytes())
+    bad_doc = json.loads((PUBLIC_CASES / "pub-hcc-02.json").read_text())
+    bad_doc["patient"]["ecog"] = 7
+    bad = SimpleUploadedFile("bad-ecog.json", json.dumps(bad_doc).encode())
+    junk = SimpleUploadedFile("junk.json", b"\xff\xfe not utf-8")
+    response = client.post(
+        reverse("consult:dossier-import"), {"team": team.pk, "files": [good, bad, junk]}
+    )
+    page = response.content.decode()
+    assert response.status_code == 422
+    assert "Imported:</strong> pub-lung-03.json" in page
+    assert "bad-ecog.json" in page
+    assert "$.patient.ecog" in page
+    assert "junk.json" in page
+    assert list(LesionDossier.objects.values_list("case_id", flat=True)) == ["pub-lung-03"]
+
+
+def test_export_downloads_the_case_file(
+    client: Any, dossier: LesionDossier, clinician: Any
+) -> None:
+    client.force_login(clinician)
+    response = client.get(reverse("consult:dossier-export", args=[dossier.pk]))
+    assert response["Content-Disposition"] == 'attachment; filename="pub-hcc-01.json"'
+    assert json.loads(response.content)["format"] == "mdtboard.case/1"
+
+
+def test_schema_is_published_without_login(client: Any) -> None:
+    response = client.get(reverse("consult:case-schema"))
+    assert response.status_code == 200
+    schema = json.loads(b"".join(response.streaming_content))
+    assert schema["properties"]["format"]["const"] == "mdtboard.case/1"
