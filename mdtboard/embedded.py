@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import signal
 import subprocess
@@ -65,8 +66,10 @@ def _pgdata(var_dir: Path) -> Path:
 
 def ensure_postgres(var_dir: Path, *, database: str = "mdtboard") -> str:
     """Start (or find) the embedded PostgreSQL and return a URL for ``database``."""
-    # pgserver keeps its lock under XDG_RUNTIME_DIR and warns when a container has none.
+    # pgserver keeps its lock under XDG_RUNTIME_DIR and warns when a container has none; its
+    # INFO lines would print before Django's logging is configured.
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
     # Imported here so that deployments with DATABASE_URL never load the embedded binaries.
     from pgserver.postgres_server import get_server
 

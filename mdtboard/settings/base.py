@@ -16,7 +16,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 env = environ.Env()
 # A .env file is a convenience for local runs; real deployments set the environment directly.
-environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+if (BASE_DIR / ".env").exists():
+    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 VAR_DIR = Path(env.str("MDTBOARD_VAR_DIR", default=str(BASE_DIR / "var")))
 VERSION = __version__
