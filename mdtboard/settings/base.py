@@ -89,7 +89,9 @@ if env.str("DATABASE_URL", default=""):
     DATABASES = {"default": env.db_url("DATABASE_URL")}
 else:
     DATABASES = {
-        "default": env.db_url_config(embedded.ensure_postgres(VAR_DIR, database="mdtboard"))
+        "default": env.db_url_config(
+            embedded.ensure_postgres(VAR_DIR, database=env.str("MDTBOARD_DB_NAME", "mdtboard"))
+        )
     }
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True

@@ -1,0 +1,1 @@
+"""Benchmarks printed by ``make bench``: one JSON object per line."""
