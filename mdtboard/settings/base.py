@@ -99,10 +99,11 @@ DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: REDIS_URL (no database number), or the embedded Redis under var/ -----------------
-# Databases on one server: 0 Celery broker/results, 1 channel layer; tests use 2 and 3.
+# Databases on one server: 0 Celery broker/results, 1 channel layer, 2 cache; tests use 3-5.
 REDIS_URL = env.str("REDIS_URL", default="") or embedded.ensure_redis(VAR_DIR)
 REDIS_DB_CELERY = env.int("REDIS_DB_CELERY", default=0)
 REDIS_DB_CHANNELS = env.int("REDIS_DB_CHANNELS", default=1)
+REDIS_DB_CACHE = env.int("REDIS_DB_CACHE", default=2)
 
 
 def redis_url(db: int) -> str:
@@ -118,6 +119,15 @@ def _celery_url(db: int) -> str:
         return "redis+socket://" + REDIS_URL.removeprefix("unix://") + f"?virtual_host={db}"
     return redis_url(db)
 
+
+# Shared by every process and replica: login rate limits must not reset per process.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": redis_url(REDIS_DB_CACHE),
+        "KEY_PREFIX": "mdtboard",
+    }
+}
 
 CHANNEL_LAYERS = {
     "default": {

@@ -7,8 +7,9 @@ import os
 os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-not-secret")
 os.environ["DJANGO_DEBUG"] = "false"
 # Keep tests off the databases a running `make run` uses, so a dev worker never steals test tasks.
-os.environ.setdefault("REDIS_DB_CELERY", "2")
-os.environ.setdefault("REDIS_DB_CHANNELS", "3")
+os.environ.setdefault("REDIS_DB_CELERY", "3")
+os.environ.setdefault("REDIS_DB_CHANNELS", "4")
+os.environ.setdefault("REDIS_DB_CACHE", "5")
 
 from .base import *  # noqa: F403
 from .base import DATABASES, STATIC_ROOT, STORAGES
