@@ -60,8 +60,10 @@ MAX_UPLOAD_FILES = 50
 
 @require_GET
 def patient_list(request: AuthedRequest) -> HttpResponse:
-    patients = selectors.patient_list(user=request.user)
-    return render(request, "consult/patient_list.html", {"patients": patients})
+    form = DossierFilterForm(request.GET or None)
+    cancer_type = form.cleaned_data.get("cancer_type", "") if form.is_valid() else ""
+    patients = selectors.patient_list(user=request.user, cancer_type=cancer_type)
+    return render(request, "consult/patient_list.html", {"patients": patients, "form": form})
 
 
 @require_GET

@@ -5,7 +5,13 @@ from __future__ import annotations
 import os
 
 # Fail fast: production never falls back to the embedded servers or a default key.
-for _name in ("DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "DJANGO_ALLOWED_HOSTS", "EMAIL_URL"):
+for _name in (
+    "DJANGO_SECRET_KEY",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "DJANGO_ALLOWED_HOSTS",
+    "EMAIL_URL",
+):
     if not os.environ.get(_name):
         raise RuntimeError(f"{_name} must be set in production")
 

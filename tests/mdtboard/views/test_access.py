@@ -149,6 +149,13 @@ def test_invite_refuses_a_clinician_without_team_and_a_taken_email(
     assert len(mail.outbox) == 0
 
 
+def test_password_reset_emails_a_link(client: Any, clinician: Any) -> None:
+    response = client.post(reverse("account_reset_password"), {"email": clinician.email})
+    assert response.status_code == 302
+    assert len(mail.outbox) == 1
+    assert "/accounts/password/reset/key/" in mail.outbox[0].body
+
+
 def test_totp_two_factor_setup_is_available(client: Any, clinician: Any) -> None:
     # given a logged-in clinician
     client.force_login(clinician)
