@@ -56,7 +56,7 @@ def other_team(db: None) -> Any:
     return team_get_or_create(name="Thoracic MDT")
 
 
-def _make_user(role: str, email: str, teams: list[Any]) -> Any:
+def make_user(role: str, email: str, teams: list[Any]) -> Any:
     from mdtboard.accounts.roles import Role
     from mdtboard.accounts.services import user_create
 
@@ -72,34 +72,34 @@ def _make_user(role: str, email: str, teams: list[Any]) -> Any:
 @pytest.fixture
 def clinician(team: Any) -> Any:
     """The owner persona: a clinician of the patient's team."""
-    return _make_user("clinician", "owner@hospital.test", [team])
+    return make_user("clinician", "owner@hospital.test", [team])
 
 
 @pytest.fixture
 def colleague(team: Any) -> Any:
     """Another clinician of the same team."""
-    return _make_user("clinician", "colleague@hospital.test", [team])
+    return make_user("clinician", "colleague@hospital.test", [team])
 
 
 @pytest.fixture
 def outsider(other_team: Any) -> Any:
     """A clinician of another team."""
-    return _make_user("clinician", "outsider@hospital.test", [other_team])
+    return make_user("clinician", "outsider@hospital.test", [other_team])
 
 
 @pytest.fixture
 def rater(db: None) -> Any:
-    return _make_user("rater", "rater@hospital.test", [])
+    return make_user("rater", "rater@hospital.test", [])
 
 
 @pytest.fixture
 def curator(db: None) -> Any:
-    return _make_user("curator", "curator@hospital.test", [])
+    return make_user("curator", "curator@hospital.test", [])
 
 
 @pytest.fixture
 def admin_user(db: None) -> Any:
-    return _make_user("admin", "admin@hospital.test", [])
+    return make_user("admin", "admin@hospital.test", [])
 
 
 # --- real processes -----------------------------------------------------------------------------

@@ -24,7 +24,16 @@ class Role(models.TextChoices):
 ROLE_PERMISSIONS: dict[Role, tuple[str, ...]] = {
     Role.CLINICIAN: (),
     Role.RATER: (),
-    Role.CURATOR: (),
+    Role.CURATOR: (
+        "knowledge.add_guidelinesource",
+        "knowledge.change_guidelinesource",
+        "knowledge.view_guidelinesource",
+        "knowledge.add_knowledgeunit",
+        "knowledge.view_knowledgeunit",
+        "knowledge.add_unitversion",
+        "knowledge.change_unitversion",
+        "knowledge.view_unitversion",
+    ),
     Role.ADMIN: (
         "accounts.add_user",
         "accounts.change_user",

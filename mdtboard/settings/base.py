@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import django_stubs_ext
@@ -151,6 +152,18 @@ CELERY_TASK_SOFT_TIME_LIMIT = 600
 CELERY_TASK_TIME_LIMIT = 660
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
+
+# --- Knowledge base: embeddings and hybrid retrieval ---------------------------------------
+# "local" = the bundled all-MiniLM-L6-v2 (offline); "openai" = an OpenAI-compatible endpoint.
+EMBEDDINGS_PROVIDER = env.str("EMBEDDINGS_PROVIDER", default="local")
+EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="")
+EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="")
+EMBEDDINGS_MODEL = env.str("EMBEDDINGS_MODEL", default="text-embedding-3-small")
+RETRIEVAL_DENSE_WEIGHT = env.float("RETRIEVAL_DENSE_WEIGHT", default=0.8)
+RETRIEVAL_KEYWORD_WEIGHT = env.float("RETRIEVAL_KEYWORD_WEIGHT", default=0.2)
+# Nothing may download model weights at run time.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 # --- Accounts ----------------------------------------------------------------------------------
 AUTH_USER_MODEL = "accounts.User"

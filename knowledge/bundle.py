@@ -1,0 +1,279 @@
+"""The knowledge-base bundle format ``mdtboard.kb/1``: sources and atomic recommendation units.
+
+A bundle is what curators import and export (JSON or YAML) and what the seed knowledge base
+ships as. Pure Python (pydantic), no Django: the guideline engine reads the same models.
+
+Applicability is structured, so the guideline engine can decide deterministically whether a
+unit applies to a case: ``context.all`` (every condition must hold) and ``context.any`` (at
+least one must hold, when given). A condition names a *fact*: a dotted case-file path
+("labs.creatinine_mg_dl", "organ_function.varices"), a derived fact ("derived.bclc",
+"derived.child_pugh_class", "derived.tnm_stage", "derived.breast_subtype",
+"derived.ann_arbor_stage", "derived.ipi", "derived.egfr_ckd_epi_2021",
+"derived.crcl_cockcroft_gault", "derived.albi_grade"), or "derived.line" (the line of therapy
+now being decided: number of prior therapies + 1). A fact that is null makes the condition
+*unknown*, never true or false: a gate whose inputs are missing reports "unknown".
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+FORMAT_ID = "mdtboard.kb/1"
+KEY_PATTERN = r"^[a-z0-9][a-z0-9._-]{1,79}$"
+FACT_PATTERN = r"^(derived\.[a-z0-9_]+|[a-z_]+\.[a-z0-9_]+|[a-z_]+)$"
+
+
+class UnitKind(StrEnum):
+    STAGING_RULE = "staging_rule"
+    THERAPY_STEP = "therapy_step"
+    CONTRAINDICATION = "contraindication"
+    INTERACTION = "interaction"
+    ORGAN_FUNCTION_GATE = "organ_function_gate"
+    SURVEILLANCE_INTERVAL = "surveillance_interval"
+
+
+class CancerType(StrEnum):
+    HCC = "hcc"
+    LUNG_ADENOCARCINOMA = "lung_adenocarcinoma"
+    BREAST = "breast"
+    LYMPHOMA = "lymphoma"
+    ANY = "any"  # e.g. a drug-drug interaction that holds whatever the cancer
+
+
+class Severity(StrEnum):
+    CRITICAL = "critical"
+    MAJOR = "major"
+    MINOR = "minor"
+
+
+class Modality(StrEnum):
+    SURGERY = "surgery"
+    ABLATION = "ablation"
+    LOCOREGIONAL = "locoregional"
+    SYSTEMIC = "systemic"
+    RADIOTHERAPY = "radiotherapy"
+    SUPPORTIVE = "supportive"
+    ANTIVIRAL = "antiviral"
+    TRANSPLANT = "transplant"
+    SURVEILLANCE = "surveillance"
+    REFERRAL = "referral"
+
+
+class Phase(StrEnum):
+    ACUTE = "acute_0_3m"
+    INTERMEDIATE = "intermediate_3_12m"
+    LONG_TERM = "long_term_12m_plus"
+
+
+class ResponseAnchor(StrEnum):
+    MRECIST = "mRECIST"
+    RECIST = "RECIST 1.1"
+    IRECIST = "iRECIST"
+    LUGANO = "Lugano"
+    OTHER = "other"
+
+
+Op = Literal[
+    "eq",
+    "ne",
+    "in",
+    "not_in",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "is_true",
+    "is_false",
+    "present",
+    "contains_any",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class Condition(_Strict):
+    """One test on a fact. ``contains_any`` matches list facts (comorbidities, medications)
+    and free text case-insensitively by substring; ``present`` is true when the fact is not
+    null (it is the one operator that is never unknown)."""
+
+    fact: Annotated[str, Field(pattern=FACT_PATTERN, max_length=80)]
+    op: Op
+    value: Any = None
+
+    @model_validator(mode="after")
+    def _value_fits_op(self) -> Condition:
+        needs_list = self.op in ("in", "not_in", "contains_any")
+        needs_none = self.op in ("is_true", "is_false", "present")
+        if needs_list and not (isinstance(self.value, list) and self.value):
+            raise ValueError(f"operator {self.op!r} needs a non-empty list as value")
+        if needs_none and self.value is not None:
+            raise ValueError(f"operator {self.op!r} takes no value")
+        if self.op in ("lt", "le", "gt", "ge") and (
+            isinstance(self.value, bool) or not isinstance(self.value, int | float)
+        ):
+            raise ValueError(f"operator {self.op!r} needs a number as value")
+        if self.op in ("eq", "ne") and self.value is None:
+            raise ValueError(f"operator {self.op!r} needs a value")
+        return self
+
+
+class Context(_Strict):
+    """When a unit applies. Empty means: whenever its cancer type matches."""
+
+    all: tuple[Condition, ...] = ()
+    any: tuple[Condition, ...] = ()
+    exceptions: tuple[str, ...] = ()  # stated in words, for the clinician (not evaluated)
+
+
+class Grade(_Strict):
+    """The guideline's own grade, verbatim, and our ordinal: 1 = strongest evidence and
+    recommendation (e.g. NCCN category 1, ESMO I/A), 5 = weakest (expert opinion)."""
+
+    system: Annotated[str, Field(min_length=2, max_length=40)]
+    native: Annotated[str, Field(min_length=1, max_length=80)]
+    ordinal: Annotated[int, Field(ge=1, le=5)]
+
+
+class TherapyAction(_Strict):
+    type: Literal["therapy"] = "therapy"
+    modality: Modality
+    description: Annotated[str, Field(min_length=3, max_length=400)]
+    agents: tuple[str, ...] = ()
+    intent: Literal["curative", "palliative", "surveillance", "supportive"]
+
+
+class SafetyAction(_Strict):
+    """For contraindications, interactions and organ-function gates: which plan agents (or
+    modalities) the rule restricts, how badly, and what to do about it."""
+
+    type: Literal["safety"] = "safety"
+    gate: Annotated[str, Field(pattern=r"^[a-z0-9_]+$", max_length=40)]
+    agents: tuple[str, ...] = ()
+    modalities: tuple[Modality, ...] = ()
+    severity: Severity
+    effect: Literal["remove", "condition", "flag"]
+    advice: Annotated[str, Field(min_length=3, max_length=400)]
+
+    @model_validator(mode="after")
+    def _targets_something(self) -> SafetyAction:
+        if not self.agents and not self.modalities and self.effect != "flag":
+            raise ValueError(
+                "a safety rule that removes or conditions must name agents or modalities"
+            )
+        return self
+
+
+class SurveillanceAction(_Strict):
+    type: Literal["surveillance"] = "surveillance"
+    phase: Phase
+    what: Annotated[str, Field(min_length=3, max_length=300)]
+    interval: Annotated[str, Field(min_length=3, max_length=120)]
+    anchor: ResponseAnchor
+
+
+class StagingAction(_Strict):
+    type: Literal["staging"] = "staging"
+    system: Annotated[str, Field(min_length=2, max_length=40)]
+    statement: Annotated[str, Field(min_length=3, max_length=400)]
+
+
+Action = Annotated[
+    TherapyAction | SafetyAction | SurveillanceAction | StagingAction,
+    Field(discriminator="type"),
+]
+
+_ACTION_FOR_KIND: dict[UnitKind, type[BaseModel]] = {
+    UnitKind.THERAPY_STEP: TherapyAction,
+    UnitKind.CONTRAINDICATION: SafetyAction,
+    UnitKind.INTERACTION: SafetyAction,
+    UnitKind.ORGAN_FUNCTION_GATE: SafetyAction,
+    UnitKind.SURVEILLANCE_INTERVAL: SurveillanceAction,
+    UnitKind.STAGING_RULE: StagingAction,
+}
+
+
+class SourceSpec(_Strict):
+    key: Annotated[str, Field(pattern=KEY_PATTERN)]
+    organisation: Annotated[str, Field(min_length=2, max_length=120)]
+    title: Annotated[str, Field(min_length=3, max_length=300)]
+    version: Annotated[str, Field(min_length=1, max_length=40)]
+    year: Annotated[int, Field(ge=1990, le=2100)]
+    jurisdiction: Annotated[str, Field(min_length=2, max_length=40)]
+    url: Annotated[str, Field(max_length=500)] = ""
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if value and not re.match(r"^https?://[^\s]+$", value):
+            raise ValueError("url must be an http(s) address")
+        return value
+
+
+class UnitSpec(_Strict):
+    key: Annotated[str, Field(pattern=KEY_PATTERN)]
+    source: Annotated[str, Field(pattern=KEY_PATTERN)]
+    kind: UnitKind
+    cancer_type: CancerType
+    title: Annotated[str, Field(min_length=3, max_length=200)]
+    text: Annotated[str, Field(min_length=10, max_length=2000)]
+    anchor: Annotated[str, Field(min_length=1, max_length=200)]
+    grade: Grade
+    context: Context = Context()
+    action: Action
+
+    @model_validator(mode="after")
+    def _action_matches_kind(self) -> UnitSpec:
+        expected = _ACTION_FOR_KIND[self.kind]
+        if not isinstance(self.action, expected):
+            raise ValueError(
+                f"a {self.kind.value} unit needs an action of type "
+                f"{expected.model_fields['type'].default!r}"
+            )
+        return self
+
+
+class Bundle(_Strict):
+    format: Literal["mdtboard.kb/1"]
+    sources: tuple[SourceSpec, ...]
+    units: tuple[UnitSpec, ...]
+
+    @model_validator(mode="after")
+    def _references_hold(self) -> Bundle:
+        source_keys = [s.key for s in self.sources]
+        duplicates = {k for k in source_keys if source_keys.count(k) > 1}
+        if duplicates:
+            raise ValueError(f"duplicate source keys: {sorted(duplicates)}")
+        unit_keys = [u.key for u in self.units]
+        duplicates = {k for k in unit_keys if unit_keys.count(k) > 1}
+        if duplicates:
+            raise ValueError(f"duplicate unit keys: {sorted(duplicates)}")
+        missing = sorted({u.source for u in self.units} - set(source_keys))
+        if missing:
+            raise ValueError(f"units cite sources that the bundle does not define: {missing}")
+        return self
+
+
+def unit_content(unit: UnitSpec) -> dict[str, Any]:
+    """The versioned content of a unit (everything but its identity), JSON-ready."""
+    return unit.model_dump(mode="json", exclude={"key"})
+
+
+def bundle_from_documents(documents: list[dict[str, Any]]) -> Bundle:
+    """Merge several bundle documents (e.g. one file per cancer type) and validate the result
+    as one bundle, so units may cite sources defined in another file."""
+    for document in documents:
+        if not isinstance(document, dict) or document.get("format") != FORMAT_ID:
+            raise ValueError(f'every bundle document needs "format": "{FORMAT_ID}"')
+    return Bundle.model_validate(
+        {
+            "format": FORMAT_ID,
+            "sources": [s for d in documents for s in d.get("sources") or []],
+            "units": [u for d in documents for u in d.get("units") or []],
+        }
+    )

@@ -1,0 +1,51 @@
+"""``manage.py load_kb_seed``: load the shipped demonstration knowledge base (idempotent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from knowledge.models import UnitVersion, VersionStatus
+from knowledge.services import bundle_import, bundle_parse, versions_embed
+
+SEED_DIR = Path(__file__).resolve().parents[2] / "seed"
+
+
+class Command(BaseCommand):
+    help = (
+        "Load the seed knowledge base (knowledge/seed/*.yaml) and publish it, then embed every "
+        "published version that has no embedding yet. Unchanged units are left alone."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dir", type=Path, default=SEED_DIR)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        files = sorted(options["dir"].glob("*.yaml"))
+        if not files:
+            raise CommandError(f"no seed files in {options['dir']}")
+        raw = b"\n---\n".join(path.read_bytes() for path in files)
+        bundle, errors = bundle_parse(raw, filename="seed.yaml")
+        if bundle is None:
+            raise CommandError(
+                "seed knowledge base is invalid:\n"
+                + "\n".join(f"  {e.where}: {e.message}" for e in errors)
+            )
+        result = bundle_import(
+            actor=None,
+            bundle=bundle,
+            publish=True,
+            reason="demonstration seed shipped with the application",
+        )
+        missing = list(
+            UnitVersion.objects.filter(
+                status=VersionStatus.PUBLISHED, embedding__isnull=True
+            ).values_list("pk", flat=True)
+        )
+        embedded = versions_embed(version_ids=missing) if missing else 0
+        self.stdout.write(
+            f"Knowledge base: {len(bundle.units)} seed units ({result.published} published now, "
+            f"{result.unchanged} unchanged), {embedded} embedded."
+        )

@@ -1,0 +1,141 @@
+"""Guideline sources, atomic recommendation units, their immutable versions and embeddings."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from django.db.models import Q
+from pgvector.django import HnswIndex, VectorField
+
+from knowledge.bundle import CancerType, UnitKind
+
+EMBEDDING_DIM = 384  # all-MiniLM-L6-v2; an endpoint model must be configured to this size
+
+
+class GuidelineSource(models.Model):
+    key = models.SlugField(max_length=80, unique=True)
+    organisation = models.CharField(max_length=120)
+    title = models.CharField(max_length=300)
+    version = models.CharField(max_length=40)
+    year = models.PositiveSmallIntegerField()
+    jurisdiction = models.CharField(max_length=40)
+    url = models.URLField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["organisation", "-year"]
+
+    def __str__(self) -> str:
+        return f"{self.organisation} {self.title} ({self.version})"
+
+
+class KnowledgeUnit(models.Model):
+    """The identity of an atomic recommendation; its content lives in its versions."""
+
+    key = models.CharField(max_length=80, unique=True)
+    kind = models.CharField(max_length=32, choices=[(k.value, k.value) for k in UnitKind])
+    cancer_type = models.CharField(max_length=32, choices=[(c.value, c.value) for c in CancerType])
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["key"]
+        indexes = [models.Index(fields=["cancer_type", "kind"])]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class VersionStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    IN_REVIEW = "in_review", "In review"
+    PUBLISHED = "published", "Published"
+    RETIRED = "retired", "Retired"
+
+
+class UnitVersion(models.Model):
+    """One immutable state of a unit. Only ``status`` and the review columns (reviewer, dates,
+    hot-fix flag) ever change, and a database trigger enforces it: content, hash and author
+    are fixed at insert, and a published version can only be retired."""
+
+    unit = models.ForeignKey(KnowledgeUnit, on_delete=models.PROTECT, related_name="versions")
+    number = models.PositiveIntegerField()
+    source = models.ForeignKey(GuidelineSource, on_delete=models.PROTECT, related_name="+")
+    content = models.JSONField()  # bundle.unit_content(): everything but the key
+    content_hash = models.CharField(max_length=64)
+    diff = models.TextField(blank=True)  # unified diff against the previous version
+    title = models.CharField(max_length=200)
+    text = models.TextField()
+    anchor = models.CharField(max_length=200)
+    grade_system = models.CharField(max_length=40)
+    grade_native = models.CharField(max_length=80)
+    grade_ordinal = models.PositiveSmallIntegerField()
+    search = SearchVectorField()
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(
+        max_length=16, choices=VersionStatus.choices, default=VersionStatus.DRAFT
+    )
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    published_at = models.DateTimeField(null=True, blank=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+    hotfix = models.BooleanField(default=False)
+    hotfix_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["unit", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["unit", "number"], name="unitversion_number_per_unit"),
+            # Retrieval must never see two live versions of one unit.
+            models.UniqueConstraint(
+                fields=["unit"], condition=Q(status="published"), name="one_published_per_unit"
+            ),
+        ]
+        indexes = [
+            GinIndex(fields=["search"], name="unitversion_search_gin"),
+            models.Index(fields=["status"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.unit.key} v{self.number} ({self.status})"
+
+    @property
+    def provenance(self) -> str:
+        return f"{self.unit.key}@v{self.number}:{self.content_hash[:12]}"
+
+
+class UnitEmbedding(models.Model):
+    """The vector of one version's text, by one provider. Written by the worker on publish."""
+
+    version = models.OneToOneField(UnitVersion, on_delete=models.CASCADE, related_name="embedding")
+    provider = models.CharField(max_length=120)
+    embedding = VectorField(dimensions=EMBEDDING_DIM)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            HnswIndex(
+                name="unitembedding_hnsw_cosine",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"embedding of {self.version_id} ({self.provider})"

@@ -1,0 +1,331 @@
+"""Reads of the knowledge base, above all hybrid retrieval with provenance.
+
+Retrieval sees published versions only. Dense similarity (pgvector, HNSW, cosine) and
+PostgreSQL full-text rank are computed for the union of both candidate lists, normalised to
+0..1 and fused with configurable weights (EvoMDT: 0.8 dense + 0.2 keyword); hits are filtered
+by cancer type and, given a case, by applicability; then reranked and deduplicated.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from django.conf import settings
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db import connection
+from django.db.models import F, QuerySet
+from pgvector.django import CosineDistance
+
+from knowledge.applicability import Truth, case_facts, context_applies
+from knowledge.bundle import Context, UnitKind
+from knowledge.embeddings import get_provider
+from knowledge.models import UnitEmbedding, UnitVersion, VersionStatus
+
+logger = logging.getLogger(__name__)
+
+Mode = Literal["hybrid", "dense", "keyword"]
+SAFETY_KINDS = frozenset(
+    {UnitKind.CONTRAINDICATION, UnitKind.INTERACTION, UnitKind.ORGAN_FUNCTION_GATE}
+)
+_WORD = re.compile(r"[a-z0-9]+(?:[-/][a-z0-9]+)*")
+
+
+@dataclass(frozen=True)
+class Hit:
+    version_id: int
+    unit_key: str
+    version_number: int
+    content_hash: str
+    kind: str
+    cancer_type: str
+    title: str
+    text: str
+    anchor: str
+    source_key: str
+    source: str
+    jurisdiction: str
+    year: int
+    grade_system: str
+    grade_native: str
+    grade_ordinal: int
+    content: dict[str, Any]
+    dense: float
+    keyword: float
+    score: float
+    applies: Truth = None
+
+    @property
+    def version(self) -> str:
+        return f"v{self.version_number}:{self.content_hash[:12]}"
+
+    @property
+    def provenance(self) -> tuple[str, str, str]:
+        """(unit id, anchor, version): what a citation must carry."""
+        return (self.unit_key, self.anchor, self.version)
+
+    @property
+    def is_safety(self) -> bool:
+        return self.kind in SAFETY_KINDS
+
+
+def published_versions() -> QuerySet[UnitVersion]:
+    return UnitVersion.objects.filter(status=VersionStatus.PUBLISHED).select_related(
+        "unit", "source"
+    )
+
+
+def _scoped(
+    queryset: QuerySet[Any], prefix: str, cancer_type: str | None, kinds: Iterable[str] | None
+) -> QuerySet[Any]:
+    if cancer_type:
+        queryset = queryset.filter(**{f"{prefix}unit__cancer_type__in": [cancer_type, "any"]})
+    if kinds:
+        queryset = queryset.filter(**{f"{prefix}unit__kind__in": list(kinds)})
+    return queryset
+
+
+def keyword_query(text: str) -> SearchQuery | None:
+    """Any of the query's words (OR), stemmed: a clinician's phrase rarely contains every word
+    of the unit it wants, and rank rewards the units that match more of them."""
+    words = _WORD.findall(text.lower())[:32]
+    if not words:
+        return None
+    return SearchQuery(" | ".join(words), search_type="raw", config="english")
+
+
+def _dense_candidates(
+    vector: list[float], cancer_type: str | None, kinds: Iterable[str] | None, limit: int
+) -> dict[int, float]:
+    with connection.cursor() as cursor:
+        # Filtered HNSW scans keep searching until enough rows pass the filter (pgvector 0.8).
+        cursor.execute("SET hnsw.iterative_scan = relaxed_order")
+        cursor.execute("SET hnsw.ef_search = %s", [max(40, limit)])
+    rows = (
+        _scoped(
+            UnitEmbedding.objects.filter(version__status=VersionStatus.PUBLISHED),
+            "version__",
+            cancer_type,
+            kinds,
+        )
+        .annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance")
+        .values_list("version_id", "distance")[:limit]
+    )
+    return {version_id: 1.0 - float(distance) for version_id, distance in rows}
+
+
+def _keyword_candidates(
+    query: SearchQuery | None, cancer_type: str | None, kinds: Iterable[str] | None, limit: int
+) -> dict[int, float]:
+    if query is None:
+        return {}
+    rows = (
+        _scoped(published_versions().filter(search=query), "", cancer_type, kinds)
+        .annotate(rank=SearchRank(F("search"), query, cover_density=True, normalization=32))
+        .order_by("-rank")
+        .values_list("pk", "rank")[:limit]
+    )
+    return {pk: float(rank) for pk, rank in rows}
+
+
+def _fill_dense(ids: set[int], vector: list[float]) -> dict[int, float]:
+    rows = (
+        UnitEmbedding.objects.filter(version_id__in=ids)
+        .annotate(distance=CosineDistance("embedding", vector))
+        .values_list("version_id", "distance")
+    )
+    return {version_id: 1.0 - float(distance) for version_id, distance in rows}
+
+
+def _fill_keyword(ids: set[int], query: SearchQuery | None) -> dict[int, float]:
+    if query is None or not ids:
+        return {}
+    rows = (
+        UnitVersion.objects.filter(pk__in=ids)
+        .annotate(rank=SearchRank(F("search"), query, cover_density=True, normalization=32))
+        .values_list("pk", "rank")
+    )
+    return {pk: float(rank) for pk, rank in rows}
+
+
+def unit_search(
+    *,
+    query: str,
+    cancer_type: str | None = None,
+    k: int = 10,
+    case: Mapping[str, Any] | None = None,
+    kinds: Iterable[str] | None = None,
+    mode: Mode = "hybrid",
+    dense_weight: float | None = None,
+    keyword_weight: float | None = None,
+    candidates: int = 50,
+    query_vector: list[float] | None = None,
+) -> list[Hit]:
+    """Top ``k`` published units for ``query``, each with its provenance and scores."""
+    wd = settings.RETRIEVAL_DENSE_WEIGHT if dense_weight is None else dense_weight
+    wk = settings.RETRIEVAL_KEYWORD_WEIGHT if keyword_weight is None else keyword_weight
+    if mode == "dense":
+        wd, wk = 1.0, 0.0
+    elif mode == "keyword":
+        wd, wk = 0.0, 1.0
+    kinds = list(kinds) if kinds else None
+    tsquery = keyword_query(query)
+    vector: list[float] | None = None
+    dense: dict[int, float] = {}
+    keyword: dict[int, float] = {}
+    if wd > 0:
+        vector = query_vector or get_provider().embed([query])[0]
+        dense = _dense_candidates(vector, cancer_type, kinds, candidates)
+    if wk > 0:
+        keyword = _keyword_candidates(tsquery, cancer_type, kinds, candidates)
+    union = set(dense) | set(keyword)
+    if not union:
+        return []
+    if vector is not None and wk > 0:
+        dense |= _fill_dense(union - set(dense), vector)
+    if wk > 0 and wd > 0:
+        keyword |= _fill_keyword(union - set(keyword), tsquery)
+    top_keyword = max(keyword.values(), default=0.0) or 1.0
+    scored = {pk: (dense.get(pk, 0.0), keyword.get(pk, 0.0) / top_keyword) for pk in union}
+    versions = published_versions().in_bulk(list(union))
+    facts = case_facts(case) if case is not None else None
+    hits: list[Hit] = []
+    for pk, (d, kw) in scored.items():
+        version = versions.get(pk)
+        if version is None:  # retired between the two queries
+            continue
+        applies: Truth = None
+        if facts is not None:
+            applies = context_applies(Context.model_validate(version.content["context"]), facts)
+            if applies is False:
+                continue
+        hits.append(_hit(version, d, kw, wd * d + wk * kw, applies))
+    return rerank(hits)[:k]
+
+
+def _hit(version: UnitVersion, dense: float, keyword: float, score: float, applies: Truth) -> Hit:
+    source = version.source
+    return Hit(
+        version_id=version.pk,
+        unit_key=version.unit.key,
+        version_number=version.number,
+        content_hash=version.content_hash,
+        kind=version.unit.kind,
+        cancer_type=version.unit.cancer_type,
+        title=version.title,
+        text=version.text,
+        anchor=version.anchor,
+        source_key=source.key,
+        source=f"{source.organisation} {source.title} ({source.version})",
+        jurisdiction=source.jurisdiction,
+        year=source.year,
+        grade_system=version.grade_system,
+        grade_native=version.grade_native,
+        grade_ordinal=version.grade_ordinal,
+        content=version.content,
+        dense=round(dense, 4),
+        keyword=round(keyword, 4),
+        score=round(score, 4),
+        applies=applies,
+    )
+
+
+def rerank(hits: list[Hit]) -> list[Hit]:
+    """Fused score first; among equal scores the applicable, stronger, safety unit first.
+    Deduplicate identical content (the same paraphrase imported under two keys)."""
+    ordered = sorted(
+        hits,
+        key=lambda h: (
+            -h.score,
+            h.applies is not True,
+            not h.is_safety,
+            h.grade_ordinal,
+            h.unit_key,
+        ),
+    )
+    seen: set[str] = set()
+    unique = []
+    for hit in ordered:
+        fingerprint = re.sub(r"\W+", " ", hit.text.lower()).strip()
+        if fingerprint in seen:
+            continue
+        seen.add(fingerprint)
+        unique.append(hit)
+    return unique
+
+
+# --- arbitration -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arbitration:
+    """A recorded decision between units that disagree about the same agents."""
+
+    winner: str
+    losers: tuple[str, ...]
+    agents: tuple[str, ...]
+    rule: str
+
+
+@dataclass
+class Arbitrated:
+    hits: list[Hit]
+    decisions: list[Arbitration] = field(default_factory=list)
+
+
+def arbitration_key(hit: Hit, jurisdiction: str | None) -> tuple[int, int, int, int]:
+    """Safety first, then higher certainty/strength (lower ordinal), then jurisdiction match,
+    then recency."""
+    return (
+        0 if hit.is_safety else 1,
+        hit.grade_ordinal,
+        0 if jurisdiction and hit.jurisdiction.casefold() == jurisdiction.casefold() else 1,
+        -hit.year,
+    )
+
+
+def _agents(hit: Hit) -> set[str]:
+    return {str(a).casefold() for a in hit.content.get("action", {}).get("agents", [])}
+
+
+def _restricts(hit: Hit) -> bool:
+    return hit.is_safety and hit.content.get("action", {}).get("effect") in ("remove", "condition")
+
+
+def arbitrate(hits: list[Hit], *, jurisdiction: str | None = None) -> Arbitrated:
+    """Order hits by the arbitration policy and record every disagreement it settles: a
+    safety unit that restricts agents another unit recommends always wins."""
+    ordered = sorted(hits, key=lambda h: arbitration_key(h, jurisdiction))
+    decisions: list[Arbitration] = []
+    for restriction in (h for h in ordered if _restricts(h)):
+        restricted = _agents(restriction)
+        losers = [h for h in ordered if h.kind == UnitKind.THERAPY_STEP and _agents(h) & restricted]
+        if losers:
+            shared = sorted(set().union(*(_agents(h) & restricted for h in losers)))
+            decision = Arbitration(
+                winner=restriction.unit_key,
+                losers=tuple(h.unit_key for h in losers),
+                agents=tuple(shared),
+                rule="safety first",
+            )
+            decisions.append(decision)
+            logger.info(
+                "arbitration %s over %s on %s (%s)",
+                decision.winner,
+                ",".join(decision.losers),
+                ",".join(shared),
+                decision.rule,
+            )
+    return Arbitrated(ordered, decisions)
+
+
+def unit_versions_for(*, unit_key: str) -> QuerySet[UnitVersion]:
+    return (
+        UnitVersion.objects.filter(unit__key=unit_key)
+        .select_related("unit", "source", "author", "reviewed_by")
+        .order_by("-number")
+    )

@@ -1,0 +1,422 @@
+"""Writes to the knowledge base: sources, unit versions and their review, bundles, embeddings.
+
+Workflow: every edit makes a new immutable draft version; the author sends it to review; a
+second curator (or an admin) publishes it, which retires the previously published version
+and queues its embedding. A curator may publish their own version only through the flagged
+and audited hot-fix path, meant for safety alerts.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.postgres.search import SearchVector
+from django.db import transaction
+from django.db.models import Value
+from django.utils import timezone
+from pydantic import ValidationError
+
+from knowledge.bundle import (
+    FORMAT_ID,
+    Bundle,
+    SourceSpec,
+    UnitSpec,
+    bundle_from_documents,
+    unit_content,
+)
+from knowledge.embeddings import get_provider
+from knowledge.models import (
+    GuidelineSource,
+    KnowledgeUnit,
+    UnitEmbedding,
+    UnitVersion,
+    VersionStatus,
+)
+from mdtboard.accounts.roles import Role, has_role
+from mdtboard.audit.services import audit_record
+
+
+class KnowledgeError(Exception):
+    pass
+
+
+NOT_A_CURATOR = "Only curators and administrators change the knowledge base."
+FOUR_EYES = "A second curator or an administrator must publish this version (four eyes)."
+WRONG_STATUS = "This version is {status}; it cannot be {action}."
+NO_CHANGE = "Nothing changed: the edit is identical to the current version."
+HOTFIX_REASON = "A hot-fix needs a reason (the safety alert it answers)."
+
+
+def _require_curator(actor: Any) -> None:
+    # actor None is the system: a management command run by an operator with shell access.
+    if actor is not None and not has_role(actor, Role.CURATOR, Role.ADMIN):
+        raise KnowledgeError(NOT_A_CURATOR)
+
+
+def content_hash(content: dict[str, Any]) -> str:
+    return hashlib.sha256(
+        json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
+
+
+def _pretty(content: dict[str, Any]) -> list[str]:
+    return json.dumps(content, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+
+
+def content_diff(
+    old: dict[str, Any] | None, new: dict[str, Any], *, old_label: str, new_label: str
+) -> str:
+    return "\n".join(
+        difflib.unified_diff(
+            _pretty(old) if old is not None else [],
+            _pretty(new),
+            fromfile=old_label,
+            tofile=new_label,
+            lineterm="",
+        )
+    )
+
+
+# --- sources ------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def source_save(*, actor: Any, spec: SourceSpec) -> GuidelineSource:
+    """Create or update a source by key."""
+    _require_curator(actor)
+    fields = spec.model_dump(exclude={"key"})
+    source, created = GuidelineSource.objects.update_or_create(key=spec.key, defaults=fields)
+    audit_record(
+        action="kb.source." + ("create" if created else "update"),
+        actor=actor,
+        obj=source,
+        payload={"key": spec.key},
+    )
+    return source
+
+
+# --- versions -----------------------------------------------------------------------------
+
+
+def _new_version(
+    *, unit: KnowledgeUnit, spec: UnitSpec, actor: Any, status: str = VersionStatus.DRAFT
+) -> UnitVersion:
+    content = unit_content(spec)
+    digest = content_hash(content)
+    previous = unit.versions.order_by("-number").first()
+    if previous is not None and previous.content_hash == digest:
+        raise KnowledgeError(NO_CHANGE)
+    number = (previous.number + 1) if previous else 1
+    source = GuidelineSource.objects.filter(key=spec.source).first()
+    if source is None:
+        raise KnowledgeError(f"Unknown source {spec.source!r}: add the source first.")
+    version = UnitVersion.objects.create(
+        unit=unit,
+        number=number,
+        source=source,
+        content=content,
+        content_hash=digest,
+        diff=content_diff(
+            previous.content if previous else None,
+            content,
+            old_label=f"{unit.key} v{number - 1}" if previous else "(new)",
+            new_label=f"{unit.key} v{number}",
+        ),
+        title=spec.title,
+        text=spec.text,
+        anchor=spec.anchor,
+        grade_system=spec.grade.system,
+        grade_native=spec.grade.native,
+        grade_ordinal=spec.grade.ordinal,
+        search=SearchVector(Value(spec.title), weight="A", config="english")
+        + SearchVector(Value(spec.text), weight="B", config="english")
+        + SearchVector(Value(" ".join(_action_terms(spec))), weight="A", config="simple"),
+        author=actor if getattr(actor, "is_authenticated", False) else None,
+        status=status,
+    )
+    return version
+
+
+def _action_terms(spec: UnitSpec) -> list[str]:
+    action = spec.action.model_dump(mode="json")
+    terms = [str(a) for a in action.get("agents", [])]
+    for key in ("description", "what", "advice", "statement", "modality", "gate"):
+        if action.get(key):
+            terms.append(str(action[key]))
+    return terms
+
+
+@transaction.atomic
+def unit_save_draft(*, actor: Any, spec: UnitSpec) -> UnitVersion:
+    """An edit: a new draft version of the unit (created if new). Nothing goes live."""
+    _require_curator(actor)
+    unit, created = KnowledgeUnit.objects.get_or_create(
+        key=spec.key,
+        defaults={
+            "kind": spec.kind.value,
+            "cancer_type": spec.cancer_type.value,
+            "created_by": actor,
+        },
+    )
+    if not created and (unit.kind != spec.kind.value or unit.cancer_type != spec.cancer_type.value):
+        raise KnowledgeError(
+            "A unit's kind and cancer type are part of its identity; create a new unit instead."
+        )
+    version = _new_version(unit=unit, spec=spec, actor=actor)
+    audit_record(
+        action="kb.version.draft",
+        actor=actor,
+        obj=version,
+        payload={"unit": unit.key, "number": version.number, "hash": version.content_hash},
+    )
+    return version
+
+
+def _locked(version: UnitVersion) -> UnitVersion:
+    return UnitVersion.objects.select_for_update().select_related("unit").get(pk=version.pk)
+
+
+@transaction.atomic
+def version_submit(*, actor: Any, version: UnitVersion) -> UnitVersion:
+    _require_curator(actor)
+    version = _locked(version)
+    if version.status != VersionStatus.DRAFT:
+        raise KnowledgeError(WRONG_STATUS.format(status=version.status, action="sent to review"))
+    version.status = VersionStatus.IN_REVIEW
+    version.submitted_at = timezone.now()
+    version.save(update_fields=["status", "submitted_at"])
+    audit_record(
+        action="kb.version.submit",
+        actor=actor,
+        obj=version,
+        payload={"unit": version.unit.key, "number": version.number},
+    )
+    return version
+
+
+@transaction.atomic
+def version_publish(*, actor: Any, version: UnitVersion, hotfix_reason: str = "") -> UnitVersion:
+    """Publish after review by someone other than the author; or, as a flagged hot-fix, by the
+    author directly (safety alerts cannot wait for a second curator)."""
+    _require_curator(actor)
+    version = _locked(version)
+    if version.status not in (VersionStatus.IN_REVIEW, VersionStatus.DRAFT):
+        raise KnowledgeError(WRONG_STATUS.format(status=version.status, action="published"))
+    hotfix = False
+    if actor is None:
+        if not hotfix_reason.strip():
+            raise KnowledgeError("A system publication needs a stated reason.")
+    else:
+        own = version.author_id is not None and version.author_id == actor.pk
+        if version.status == VersionStatus.DRAFT or (own and not has_role(actor, Role.ADMIN)):
+            if not hotfix_reason.strip():
+                raise KnowledgeError(
+                    FOUR_EYES if version.status == VersionStatus.IN_REVIEW else HOTFIX_REASON
+                )
+            hotfix = True
+    current = (
+        UnitVersion.objects.select_for_update()
+        .filter(unit=version.unit, status=VersionStatus.PUBLISHED)
+        .first()
+    )
+    now = timezone.now()
+    if current is not None:
+        current.status = VersionStatus.RETIRED
+        current.retired_at = now
+        current.save(update_fields=["status", "retired_at"])
+    version.status = VersionStatus.PUBLISHED
+    version.published_at = now
+    version.reviewed_by = actor
+    version.hotfix = hotfix
+    version.hotfix_reason = hotfix_reason.strip()[:2000] if hotfix else ""
+    version.save(update_fields=["status", "published_at", "reviewed_by", "hotfix", "hotfix_reason"])
+    audit_record(
+        action="kb.version.hotfix" if hotfix else "kb.version.publish",
+        actor=actor,
+        obj=version,
+        payload={
+            "unit": version.unit.key,
+            "number": version.number,
+            "hash": version.content_hash,
+            "supersedes": current.pk if current else None,
+            **({"reason": hotfix_reason.strip()[:500]} if hotfix_reason else {}),
+        },
+    )
+    _queue_embedding(version)
+    return version
+
+
+@transaction.atomic
+def version_retire(*, actor: Any, version: UnitVersion, reason: str) -> UnitVersion:
+    _require_curator(actor)
+    version = _locked(version)
+    if version.status != VersionStatus.PUBLISHED:
+        raise KnowledgeError(WRONG_STATUS.format(status=version.status, action="retired"))
+    version.status = VersionStatus.RETIRED
+    version.retired_at = timezone.now()
+    version.save(update_fields=["status", "retired_at"])
+    audit_record(
+        action="kb.version.retire",
+        actor=actor,
+        obj=version,
+        payload={
+            "unit": version.unit.key,
+            "number": version.number,
+            "reason": reason.strip()[:500],
+        },
+    )
+    return version
+
+
+def _queue_embedding(version: UnitVersion) -> None:
+    from knowledge.tasks import unit_version_embed
+
+    transaction.on_commit(lambda: unit_version_embed.delay(version.pk))
+
+
+# --- embeddings ---------------------------------------------------------------------------
+
+
+def embedding_text(version: UnitVersion) -> str:
+    return f"{version.title}. {version.text}"
+
+
+def versions_embed(*, version_ids: list[int]) -> int:
+    """Compute and store embeddings for published versions that lack one (idempotent)."""
+    versions = list(
+        UnitVersion.objects.filter(
+            pk__in=version_ids, status=VersionStatus.PUBLISHED, embedding__isnull=True
+        )
+    )
+    if not versions:
+        return 0
+    provider = get_provider()
+    vectors = provider.embed([embedding_text(v) for v in versions])
+    UnitEmbedding.objects.bulk_create(
+        [
+            UnitEmbedding(version=v, provider=provider.name, embedding=vector)
+            for v, vector in zip(versions, vectors, strict=True)
+        ],
+        ignore_conflicts=True,
+    )
+    return len(versions)
+
+
+# --- bundles ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BundleError:
+    where: str
+    message: str
+
+
+@dataclass
+class BundleImportResult:
+    sources: int = 0
+    drafts: int = 0
+    unchanged: int = 0
+    published: int = 0
+
+
+def bundle_parse(raw: bytes, *, filename: str) -> tuple[Bundle | None, list[BundleError]]:
+    """Parse a JSON or YAML bundle (one document or a list of documents); never raises."""
+    import yaml
+
+    if len(raw) > 20 * 1024 * 1024:
+        return None, [BundleError(filename, "The bundle is larger than 20 MiB.")]
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return None, [BundleError(filename, f"Not UTF-8 text (byte {exc.start}).")]
+    try:
+        if filename.lower().endswith((".yaml", ".yml")):
+            loaded = list(yaml.safe_load_all(text))
+        else:
+            loaded = [json.loads(text)]
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        return None, [
+            BundleError(
+                filename, f"Not valid {'YAML' if 'yaml' in type(exc).__module__ else 'JSON'}: {exc}"
+            )
+        ]
+    documents = [d for doc in loaded for d in (doc if isinstance(doc, list) else [doc])]
+    try:
+        return bundle_from_documents(documents), []
+    except ValidationError as exc:
+        return None, [
+            BundleError(f"{filename}: " + ".".join(str(p) for p in err["loc"]), err["msg"])
+            for err in exc.errors()
+        ]
+    except ValueError as exc:
+        return None, [BundleError(filename, str(exc))]
+
+
+@transaction.atomic
+def bundle_import(
+    *, actor: Any, bundle: Bundle, publish: bool = False, reason: str = ""
+) -> BundleImportResult:
+    """Import every source and unit of a bundle, all or nothing. Changed units become drafts
+    in review; ``publish`` (the shipped seed, loaded by an administrator's command) publishes
+    them at once as a recorded, audited act."""
+    _require_curator(actor)
+    result = BundleImportResult()
+    for spec in bundle.sources:
+        source_save(actor=actor, spec=spec)
+        result.sources += 1
+    for unit_spec in bundle.units:
+        try:
+            version = unit_save_draft(actor=actor, spec=unit_spec)
+        except KnowledgeError as exc:
+            if str(exc) == NO_CHANGE:
+                result.unchanged += 1
+                continue
+            raise KnowledgeError(f"unit {unit_spec.key}: {exc}") from exc
+        version = version_submit(actor=actor, version=version)
+        result.drafts += 1
+        if publish:
+            version_publish(
+                actor=actor, version=version, hotfix_reason=reason or "seed knowledge base import"
+            )
+            result.published += 1
+    audit_record(
+        action="kb.bundle.import",
+        actor=actor,
+        payload={
+            "sources": result.sources,
+            "versions": result.drafts,
+            "unchanged": result.unchanged,
+            "published": result.published,
+        },
+    )
+    return result
+
+
+def bundle_export(*, status: str = VersionStatus.PUBLISHED) -> dict[str, Any]:
+    """The published knowledge base (or another status) as one ``mdtboard.kb/1`` document."""
+    versions = (
+        UnitVersion.objects.filter(status=status)
+        .select_related("unit", "source")
+        .order_by("unit__key")
+    )
+    sources = {v.source.key: v.source for v in versions}
+    return {
+        "format": FORMAT_ID,
+        "sources": [
+            {
+                "key": s.key,
+                "organisation": s.organisation,
+                "title": s.title,
+                "version": s.version,
+                "year": s.year,
+                "jurisdiction": s.jurisdiction,
+                "url": s.url,
+            }
+            for s in sorted(sources.values(), key=lambda s: s.key)
+        ],
+        "units": [{"key": v.unit.key, **v.content} for v in versions],
+    }

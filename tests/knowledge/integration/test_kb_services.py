@@ -1,0 +1,281 @@
+"""Knowledge-base workflow: immutable versions, diffs, four eyes, hot-fix, retrieval."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.db import DatabaseError, transaction
+
+from knowledge.models import UnitEmbedding, UnitVersion, VersionStatus
+from knowledge.selectors import arbitrate, unit_search
+from knowledge.services import (
+    KnowledgeError,
+    bundle_export,
+    bundle_import,
+    bundle_parse,
+    unit_save_draft,
+    version_publish,
+    version_retire,
+    version_submit,
+    versions_embed,
+)
+from mdtboard.audit.models import AuditEvent
+from tests.conftest import make_user
+from tests.knowledge.kb_factory import SOURCE, bundle, spec, unit
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def second_curator(db: None) -> Any:
+    return make_user("curator", "curator2@hospital.test", [])
+
+
+@pytest.fixture
+def sourced(curator: Any) -> None:
+    bundle_import(actor=curator, bundle=bundle())
+
+
+def _published(curator: Any, reviewer: Any, key: str, **overrides: Any) -> UnitVersion:
+    version = unit_save_draft(actor=curator, spec=spec(key, **overrides))
+    version_submit(actor=curator, version=version)
+    return version_publish(actor=reviewer, version=version)
+
+
+def test_edit_creates_a_new_version_with_a_diff(curator: Any, sourced: None) -> None:
+    # given a unit's first draft
+    first = unit_save_draft(actor=curator, spec=spec("hcc.resection"))
+    # when the curator edits the anchor
+    second = unit_save_draft(actor=curator, spec=spec("hcc.resection", anchor="Section 6.2"))
+    # then there are two versions, the second with a diff naming the change
+    assert (first.number, second.number) == (1, 2)
+    assert first.content_hash != second.content_hash
+    assert '-  "anchor": "Section 6.1"' in second.diff
+    assert '+  "anchor": "Section 6.2"' in second.diff
+    # and an identical edit is refused rather than stored twice
+    with pytest.raises(KnowledgeError, match="Nothing changed"):
+        unit_save_draft(actor=curator, spec=spec("hcc.resection", anchor="Section 6.2"))
+
+
+def test_publishing_needs_a_second_curator(
+    curator: Any, second_curator: Any, sourced: None
+) -> None:
+    version = unit_save_draft(actor=curator, spec=spec("hcc.resection"))
+    version_submit(actor=curator, version=version)
+    # the author cannot publish their own version
+    with pytest.raises(KnowledgeError, match="four eyes"):
+        version_publish(actor=curator, version=version)
+    version.refresh_from_db()
+    assert version.status == VersionStatus.IN_REVIEW
+    # a second curator can
+    version_publish(actor=second_curator, version=version)
+    version.refresh_from_db()
+    assert version.status == VersionStatus.PUBLISHED
+    assert version.reviewed_by == second_curator
+    assert not version.hotfix
+
+
+def test_hotfix_publishes_at_once_and_is_flagged_and_audited(curator: Any, sourced: None) -> None:
+    version = unit_save_draft(
+        actor=curator,
+        spec=spec(
+            "hcc.alert",
+            kind="contraindication",
+            action={
+                "type": "safety",
+                "gate": "varices",
+                "agents": ["bevacizumab"],
+                "severity": "critical",
+                "effect": "remove",
+                "advice": "Treat varices before bevacizumab.",
+            },
+        ),
+    )
+    with pytest.raises(KnowledgeError, match="hot-fix needs a reason"):
+        version_publish(actor=curator, version=version)
+    version_publish(actor=curator, version=version, hotfix_reason="Safety alert 2026-11")
+    version.refresh_from_db()
+    assert version.status == VersionStatus.PUBLISHED
+    assert version.hotfix
+    event = AuditEvent.objects.get(action="kb.version.hotfix")
+    assert event.payload["reason"] == "Safety alert 2026-11"
+
+
+def test_publishing_a_new_version_retires_the_old_one(
+    curator: Any, second_curator: Any, sourced: None
+) -> None:
+    first = _published(curator, second_curator, "hcc.resection")
+    second = _published(curator, second_curator, "hcc.resection", anchor="Section 6.2")
+    first.refresh_from_db()
+    assert first.status == VersionStatus.RETIRED
+    assert second.status == VersionStatus.PUBLISHED
+    assert UnitVersion.objects.filter(unit__key="hcc.resection", status="published").count() == 1
+
+
+def test_database_refuses_to_change_a_published_version(
+    curator: Any, second_curator: Any, sourced: None
+) -> None:
+    version = _published(curator, second_curator, "hcc.resection")
+    with pytest.raises(DatabaseError, match="immutable"), transaction.atomic():
+        UnitVersion.objects.filter(pk=version.pk).update(text="rewritten after publication")
+    with pytest.raises(DatabaseError, match="only be retired"), transaction.atomic():
+        UnitVersion.objects.filter(pk=version.pk).update(status="draft")
+    with pytest.raises(DatabaseError, match="never deleted"), transaction.atomic():
+        UnitVersion.objects.filter(pk=version.pk).delete()
+    version_retire(actor=second_curator, version=version, reason="superseded by 2026 update")
+    version.refresh_from_db()
+    assert version.status == VersionStatus.RETIRED
+
+
+def test_clinicians_cannot_change_the_knowledge_base(clinician: Any, sourced: None) -> None:
+    with pytest.raises(KnowledgeError, match="Only curators"):
+        unit_save_draft(actor=clinician, spec=spec("hcc.resection"))
+
+
+def test_bundle_with_errors_imports_nothing(curator: Any) -> None:
+    good = unit("hcc.one")
+    bad = unit("hcc.two", grade={"system": "EASL", "native": "x", "ordinal": 9})
+    raw = json.dumps({"format": "mdtboard.kb/1", "sources": [SOURCE], "units": [good, bad]})
+    parsed, errors = bundle_parse(raw.encode(), filename="kb.json")
+    assert parsed is None
+    assert errors[0].where == "kb.json: units.1.grade.ordinal"
+    assert UnitVersion.objects.count() == 0
+
+
+def test_bundle_reimport_of_unchanged_units_adds_no_versions(curator: Any) -> None:
+    first = bundle_import(actor=curator, bundle=bundle(unit("hcc.one"), unit("hcc.two")))
+    again = bundle_import(actor=curator, bundle=bundle(unit("hcc.one"), unit("hcc.two")))
+    assert (first.drafts, again.drafts, again.unchanged) == (2, 0, 2)
+
+
+def test_export_of_published_units_reimports_to_the_same_content(
+    curator: Any, second_curator: Any, sourced: None
+) -> None:
+    _published(curator, second_curator, "hcc.resection")
+    exported = bundle_export()
+    parsed, errors = bundle_parse(json.dumps(exported).encode(), filename="x.json")
+    assert not errors
+    assert parsed is not None
+    assert parsed.units[0].key == "hcc.resection"
+
+
+# --- retrieval ----------------------------------------------------------------------------
+
+VARICES = {
+    "kind": "contraindication",
+    "title": "Bevacizumab with untreated varices",
+    "text": "Large oesophageal varices must be treated before any bevacizumab-containing "
+    "regimen because of the bleeding risk.",
+    "context": {
+        "all": [{"fact": "organ_function.varices", "op": "eq", "value": "large_untreated"}]
+    },
+    "action": {
+        "type": "safety",
+        "gate": "varices",
+        "agents": ["bevacizumab"],
+        "severity": "critical",
+        "effect": "remove",
+        "advice": "Band ligation or beta-blocker first.",
+    },
+}
+ATEZO_BEV = {
+    "title": "Atezolizumab plus bevacizumab first line",
+    "text": "Atezolizumab combined with bevacizumab is a first-line systemic therapy for "
+    "advanced hepatocellular carcinoma with preserved liver function.",
+    "context": {"all": [{"fact": "derived.bclc", "op": "eq", "value": "C"}]},
+    "action": {
+        "type": "therapy",
+        "modality": "systemic",
+        "description": "Atezolizumab + bevacizumab",
+        "agents": ["atezolizumab", "bevacizumab"],
+        "intent": "palliative",
+    },
+}
+
+
+@pytest.fixture
+def retrievable(curator: Any, second_curator: Any, sourced: None) -> None:
+    _published(curator, second_curator, "hcc.resection")
+    _published(curator, second_curator, "hcc.varices-bevacizumab", **VARICES)
+    _published(curator, second_curator, "hcc.atezo-bev", **ATEZO_BEV)
+    _published(
+        curator,
+        second_curator,
+        "lung.osimertinib",
+        cancer_type="lung_adenocarcinoma",
+        title="Osimertinib for EGFR-mutant NSCLC",
+        text="Osimertinib is preferred "
+        "first line for advanced NSCLC with EGFR exon 19 deletion or L858R.",
+        context={},
+        action={
+            "type": "therapy",
+            "modality": "systemic",
+            "description": "Osimertinib",
+            "agents": ["osimertinib"],
+            "intent": "palliative",
+        },
+    )
+    versions_embed(version_ids=list(UnitVersion.objects.values_list("pk", flat=True)))
+
+
+def test_published_versions_get_embeddings(retrievable: None) -> None:
+    assert UnitEmbedding.objects.count() == 4
+    assert UnitEmbedding.objects.first().provider == "local:all-MiniLM-L6-v2"
+
+
+def test_search_returns_provenance_and_filters_by_cancer_type(retrievable: None) -> None:
+    hits = unit_search(query="bleeding risk from varices with anti-VEGF", cancer_type="hcc")
+    assert hits[0].unit_key == "hcc.varices-bevacizumab"
+    assert all(h.cancer_type in ("hcc", "any") for h in hits)
+    unit_key, anchor, version = hits[0].provenance
+    assert (unit_key, anchor) == ("hcc.varices-bevacizumab", "Section 6.1")
+    assert version.startswith("v1:")
+    assert hits[0].grade_native == "LoE 2, strong"
+    assert "Test Society" in hits[0].source
+
+
+def test_search_sees_published_versions_only(curator: Any, retrievable: None) -> None:
+    unit_save_draft(
+        actor=curator,
+        spec=spec(
+            "hcc.draft-only",
+            title="Draft yttrium radioembolisation",
+            text="Radioembolisation draft text not yet reviewed.",
+        ),
+    )
+    hits = unit_search(query="yttrium radioembolisation draft", cancer_type="hcc", k=20)
+    assert "hcc.draft-only" not in {h.unit_key for h in hits}
+
+
+def test_keyword_mode_finds_drug_names_and_hybrid_fuses(retrievable: None) -> None:
+    keyword = unit_search(query="osimertinib", mode="keyword")
+    assert [h.unit_key for h in keyword] == ["lung.osimertinib"]
+    assert keyword[0].keyword == 1.0
+    hybrid = unit_search(query="osimertinib", cancer_type="lung_adenocarcinoma")
+    assert hybrid[0].unit_key == "lung.osimertinib"
+    assert hybrid[0].score == pytest.approx(
+        0.8 * hybrid[0].dense + 0.2 * hybrid[0].keyword, abs=1e-3
+    )
+
+
+def test_search_with_a_case_drops_units_that_do_not_apply(retrievable: None) -> None:
+    case = {"cancer_type": "hcc", "organ_function": {"varices": "none"}}
+    hits = unit_search(query="bevacizumab varices", cancer_type="hcc", case=case, k=10)
+    assert "hcc.varices-bevacizumab" not in {h.unit_key for h in hits}
+    unknown = unit_search(
+        query="bevacizumab varices", cancer_type="hcc", case={"cancer_type": "hcc"}, k=10
+    )
+    hit = next(h for h in unknown if h.unit_key == "hcc.varices-bevacizumab")
+    assert hit.applies is None  # varices not recorded: unknown, kept, never assumed
+
+
+def test_arbitration_puts_safety_first_and_records_the_decision(retrievable: None) -> None:
+    hits = unit_search(query="atezolizumab bevacizumab varices", cancer_type="hcc", k=10)
+    result = arbitrate(hits)
+    assert result.hits[0].unit_key == "hcc.varices-bevacizumab"
+    decision = result.decisions[0]
+    assert decision.winner == "hcc.varices-bevacizumab"
+    assert decision.losers == ("hcc.atezo-bev",)
+    assert decision.agents == ("bevacizumab",)

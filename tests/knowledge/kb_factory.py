@@ -1,0 +1,51 @@
+"""Small knowledge bundles for tests, built with the real bundle models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knowledge.bundle import Bundle, UnitSpec, bundle_from_documents
+
+SOURCE = {
+    "key": "test-guideline-2025",
+    "organisation": "Test Society",
+    "title": "Test guideline on liver tumours",
+    "version": "2025",
+    "year": 2025,
+    "jurisdiction": "EU",
+    "url": "https://example.org/guideline",
+}
+
+
+def unit(key: str, **overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "key": key,
+        "source": SOURCE["key"],
+        "kind": "therapy_step",
+        "cancer_type": "hcc",
+        "title": "Resection for early HCC",
+        "text": "Liver resection is the first option for a single tumour with preserved liver "
+        "function and no clinically significant portal hypertension.",
+        "anchor": "Section 6.1",
+        "grade": {"system": "EASL", "native": "LoE 2, strong", "ordinal": 2},
+        "context": {"all": [{"fact": "derived.bclc", "op": "in", "value": ["0", "A"]}]},
+        "action": {
+            "type": "therapy",
+            "modality": "surgery",
+            "description": "Liver resection",
+            "agents": [],
+            "intent": "curative",
+        },
+    }
+    base.update(overrides)
+    return base
+
+
+def bundle(*units: dict[str, Any]) -> Bundle:
+    return bundle_from_documents(
+        [{"format": "mdtboard.kb/1", "sources": [SOURCE], "units": list(units)}]
+    )
+
+
+def spec(key: str, **overrides: Any) -> UnitSpec:
+    return UnitSpec.model_validate(unit(key, **overrides))
