@@ -86,6 +86,18 @@ def ensure_postgres(var_dir: Path, *, database: str = "mdtboard") -> str:
     return uri
 
 
+def drop_database(var_dir: Path, database: str) -> None:
+    """Drop a database of the embedded server (benchmarks start from an empty one)."""
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    from pgserver.postgres_server import get_server
+
+    if not database.replace("_", "").isalnum():
+        raise EmbeddedServiceError(f"refusing to drop {database!r}")
+    with _locked(var_dir / "postgres.lock"):
+        server = get_server(_pgdata(var_dir), cleanup_mode=None)
+        server.psql(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE);')
+
+
 def _postgres_pid(var_dir: Path) -> int | None:
     pidfile = _pgdata(var_dir) / "postmaster.pid"
     try:

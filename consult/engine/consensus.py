@@ -1,0 +1,228 @@
+"""Weighted consensus (EvoMDT: D_final = Σ wᵢ·Dᵢ·Cᵢ with case-dependent weights) and
+conflict scoring (S = α·D_semantic + β·R_risk + γ·I_implementation)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from consult.engine.matching import SEVERITY_RISK, targets
+from consult.engine.protocols import Evidence
+from consult.engine.schemas import (
+    ConflictRecord,
+    CrossReview,
+    Intent,
+    ProposedComponent,
+    RejectedOption,
+    RoleReport,
+)
+
+ALPHA, BETA, GAMMA = 0.3, 0.5, 0.2
+KEEP_THRESHOLD = 0.5
+
+
+def case_weights(
+    facts: Mapping[str, Any],
+    staging: Mapping[str, Any],
+    safety_evidence: Sequence[Evidence],
+    panel: Sequence[str],
+) -> dict[str, float]:
+    """Domain-relevance weights, adjusted to the case: a complex diagnosis lifts Diagnostic,
+    refractory disease lifts Treatment, a high-risk patient lifts Safety, and a curative or
+    surveillance-heavy situation lifts Monitoring."""
+    weights = {role: 1.0 for role in panel}
+    for role in panel:
+        if role not in ("diagnostic", "treatment", "safety", "monitoring"):
+            weights[role] = 0.5  # specialists advise; the core roles decide
+    missing_staging = sum(1 for value in staging.values() if value is None)
+    if missing_staging:
+        weights["diagnostic"] = weights.get("diagnostic", 1.0) + 0.25 * min(missing_staging, 2)
+    line = facts.get("derived.line")
+    if isinstance(line, int) and line >= 2:
+        weights["treatment"] = weights.get("treatment", 1.0) + 0.5
+    risky = [
+        e
+        for e in safety_evidence
+        if e.applies is True and e.action.get("severity") in ("critical", "major")
+    ]
+    ecog = facts.get("patient.ecog")
+    if (
+        risky
+        or (isinstance(ecog, int) and ecog >= 2)
+        or staging.get("child_pugh_class") in ("B", "C")
+    ):
+        weights["safety"] = weights.get("safety", 1.0) + 1.0
+    if facts.get("diagnosis.setting") in ("recurrent", "residual_after_neoadjuvant"):
+        weights["monitoring"] = weights.get("monitoring", 1.0) + 0.5
+    return weights
+
+
+@dataclass
+class Consensus:
+    components: list[ProposedComponent]
+    rejected: list[RejectedOption]
+    intent: Intent
+    confidence: float
+    support: dict[str, float]
+    conflicts: list[ConflictRecord]
+
+
+def _restrictions(
+    safety_evidence: Sequence[Evidence], component: ProposedComponent
+) -> list[tuple[Evidence, list[str]]]:
+    found = []
+    for unit in safety_evidence:
+        if unit.applies is not True or unit.action.get("effect") not in ("remove", "condition"):
+            continue
+        hit = targets(unit.action, component)
+        if hit:
+            found.append((unit, hit))
+    return found
+
+
+def weighted_consensus(
+    *,
+    reports: Mapping[str, RoleReport],
+    critiques: Sequence[tuple[str, str, CrossReview]],
+    weights: Mapping[str, float],
+    safety_evidence: Sequence[Evidence],
+    ungrounded: Mapping[str, set[str]] | None = None,
+) -> Consensus:
+    """Keep a proposed component when its weighted support exceeds the threshold. Safety
+    first: a critical or major restriction from the knowledge base vetoes it outright."""
+    ungrounded = ungrounded or {}
+    proposals: dict[str, tuple[ProposedComponent, list[str]]] = {}
+    same_drugs: dict[tuple[str, frozenset[str]], str] = {}
+    for role, report in reports.items():
+        for component in report.components:
+            # Two units recommending the same drugs by the same route are one plan item:
+            # keep the first (best graded) wording and pool the evidence.
+            drugs = frozenset(a.casefold() for a in component.agents)
+            key = (component.modality, drugs)
+            if drugs and key in same_drugs and same_drugs[key] != component.description:
+                first = proposals[same_drugs[key]][0]
+                first.evidence = list(dict.fromkeys([*first.evidence, *component.evidence]))
+                continue
+            if drugs:
+                same_drugs.setdefault(key, component.description)
+            entry = proposals.setdefault(
+                component.description, (component.model_copy(deep=True), [])
+            )
+            entry[1].append(role)
+    disputed: dict[str, list[str]] = {}
+    for reviewer, _target, critique in critiques:
+        for concern in critique.concerns:
+            disputed.setdefault(concern, []).append(reviewer)
+    kept, rejected, support = [], [], {}
+    conflicts: list[ConflictRecord] = []
+    for description, (component, proposers) in proposals.items():
+        numerator = denominator = 0.0
+        for role, report in reports.items():
+            weight = weights.get(role, 1.0)
+            confidence = report.confidence
+            if role in proposers:
+                grounded = description not in ungrounded.get(role, set())
+                decision = 1.0 if grounded else 0.5
+            elif role in disputed.get(description, []):
+                decision = -1.0
+            else:
+                continue  # a role that neither proposes nor disputes abstains
+            numerator += weight * decision * confidence
+            denominator += weight * confidence
+        score = numerator / denominator if denominator else 0.0
+        support[description] = round(score, 3)
+        restrictions = _restrictions(safety_evidence, component)
+        vetoes = [
+            (u, hit)
+            for u, hit in restrictions
+            if u.action.get("effect") == "remove"
+            and u.action.get("severity") in ("critical", "major")
+        ]
+        if vetoes:
+            unit, hit = vetoes[0]
+            reason = f"{unit.title}: {unit.action.get('advice', '')} ({unit.unit_id})"
+            rejected.append(RejectedOption(option=description, reason=reason))
+            conflicts.append(
+                conflict_record(
+                    between=["treatment", "safety"],
+                    semantic=1.0,
+                    risk=SEVERITY_RISK.get(str(unit.action.get("severity")), 0.7),
+                    implementation=0.0,
+                    resolution=f"Removed {', '.join(hit)}: safety first ({unit.unit_id}).",
+                )
+            )
+            continue
+        if score < KEEP_THRESHOLD:
+            rejected.append(
+                RejectedOption(
+                    option=description,
+                    reason=f"weighted support {score:.2f} below {KEEP_THRESHOLD}",
+                )
+            )
+            continue
+        kept.append(component)
+    intents = [r.intent for r in reports.values() if r.intent]
+    intent: Intent = (
+        "curative"
+        if "curative" in intents
+        else ("palliative" if "palliative" in intents else "surveillance")
+    )
+    total_weight = sum(weights.get(role, 1.0) for role in reports)
+    confidence = sum(weights.get(role, 1.0) * r.confidence for role, r in reports.items())
+    return Consensus(
+        kept,
+        rejected,
+        intent,
+        round(confidence / total_weight, 2) if total_weight else 0.0,
+        support,
+        conflicts,
+    )
+
+
+def conflict_record(
+    *, between: list[str], semantic: float, risk: float, implementation: float, resolution: str
+) -> ConflictRecord:
+    score = ALPHA * semantic + BETA * risk + GAMMA * implementation
+    parts = {
+        "semantic": ALPHA * semantic,
+        "risk": BETA * risk,
+        "implementation": GAMMA * implementation,
+    }
+    kind = max(parts, key=lambda k: parts[k])
+    return ConflictRecord(
+        between=between,
+        kind=kind,  # type: ignore[arg-type]
+        score=round(score, 3),
+        resolution=resolution,
+    )
+
+
+def critique_conflicts(
+    critiques: Sequence[tuple[str, str, CrossReview]], safety_evidence: Sequence[Evidence]
+) -> list[ConflictRecord]:
+    """A scored conflict record for every disagreement raised in cross-validation."""
+    records = []
+    for reviewer, target, critique in critiques:
+        if critique.agree:
+            continue
+        risk = 0.0
+        if reviewer == "safety":
+            # The risk of the most severe applicable rule the critique cites, else moderate.
+            cited = [
+                SEVERITY_RISK.get(str(u.action.get("severity")), 0.3)
+                for u in safety_evidence
+                if u.applies is True and u.unit_id in critique.critique
+            ]
+            risk = max(cited, default=0.5)
+        implementation = 1.0 if "not available" in critique.critique else 0.0
+        records.append(
+            conflict_record(
+                between=[reviewer, target],
+                semantic=1.0 if critique.concerns else 0.5,
+                risk=risk,
+                implementation=implementation,
+                resolution=f"Raised in cross-validation: {critique.critique[:300]}",
+            )
+        )
+    return records

@@ -1,0 +1,620 @@
+"""The round protocol (DESIGN.md, "The deliberation protocol", steps 1-11).
+
+Every step has a stable key; its result and events are committed together through the step
+store, and a resumed run loads finished steps instead of redoing them. Roles within a round
+run concurrently. Limits: rounds (default 3, hard cap 5), wall clock, and the LLM budget
+(whose exhaustion makes the remaining turns fall back to the guideline engine).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from consult.engine import guideline
+from consult.engine.consensus import (
+    case_weights,
+    critique_conflicts,
+    weighted_consensus,
+)
+from consult.engine.context import (
+    REVIEW_PAIRS,
+    ROLE_KINDS,
+    ReviewInput,
+    RoleInput,
+    SynthesisInput,
+    Triage,
+    VoteInput,
+)
+from consult.engine.gate import safety_gate
+from consult.engine.grounding import ground_report, tree_nodes
+from consult.engine.protocols import (
+    EngineEvent,
+    Evidence,
+    ExperienceRetriever,
+    NoExperience,
+    PastCase,
+    Retriever,
+    StepResult,
+    StepStore,
+    Usage,
+)
+from consult.engine.providers import Answer, GuidelineProvider, LLMProvider
+from consult.engine.schemas import (
+    ConflictRecord,
+    CrossReview,
+    EvidenceItem,
+    MonitoringItem,
+    Plan,
+    PlanComponent,
+    Recommendation,
+    RejectedOption,
+    ResidualContext,
+    RoleReport,
+    SafetyBlock,
+    Synthesis,
+    Vote,
+)
+
+MAX_ROUNDS_CAP = 5
+SAFETY_KINDS = ("contraindication", "interaction", "organ_function_gate")
+PHASES = ("acute_0_3m", "intermediate_3_12m", "long_term_12m_plus")
+
+
+class Cancelled(Exception):
+    """The clinician cancelled the consultation."""
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    max_rounds: int = 3
+    agreement: float = 1.0  # share of agreeing votes that ends the rounds (1.0 = unanimity)
+    wall_clock_s: float = 600.0
+    retrieval_k: int = 12
+    jurisdiction: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_rounds <= MAX_ROUNDS_CAP:
+            raise ValueError(f"max_rounds must be between 1 and {MAX_ROUNDS_CAP}")
+        if not 0.5 <= self.agreement <= 1.0:
+            raise ValueError("agreement must be between 0.5 and 1.0")
+
+
+@dataclass
+class _State:
+    case: Mapping[str, Any]
+    facts: Mapping[str, Any]
+    staging: dict[str, Any]
+    triage: Triage | None = None
+    evidence: dict[str, list[Evidence]] = field(default_factory=dict)
+    reports: dict[str, RoleReport] = field(default_factory=dict)
+    ungrounded: dict[str, set[str]] = field(default_factory=dict)
+    residuals: list[ResidualContext] = field(default_factory=list)
+    critiques: list[tuple[str, str, CrossReview]] = field(default_factory=list)
+    previous_critiques: list[tuple[str, str, CrossReview]] = field(default_factory=list)
+    synthesis: Synthesis | None = None
+    conflicts: list[ConflictRecord] = field(default_factory=list)
+    rounds: int = 0
+    stopped_by: str = ""
+    fallbacks: int = 0
+
+
+def _evidence_to_dict(evidence: Evidence) -> dict[str, Any]:
+    data = asdict(evidence)
+    data["content"] = dict(evidence.content)
+    return data
+
+
+def _evidence_from_dict(data: Mapping[str, Any]) -> Evidence:
+    return Evidence(**{**data, "missing": tuple(data.get("missing") or ())})
+
+
+class Deliberation:
+    def __init__(
+        self,
+        *,
+        case: Mapping[str, Any],
+        facts: Mapping[str, Any],
+        staging: Mapping[str, Any],
+        retriever: Retriever,
+        store: StepStore,
+        provider: GuidelineProvider | LLMProvider,
+        experience: ExperienceRetriever | None = None,
+        config: EngineConfig | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.state = _State(case=case, facts=facts, staging=dict(staging))
+        self.retriever = retriever
+        self.store = store
+        self.provider = provider
+        self.experience = experience or NoExperience()
+        self.config = config or EngineConfig()
+        self.clock = clock
+        self.deadline = clock() + self.config.wall_clock_s
+        self.cancer = str(case.get("cancer_type") or "other")
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    async def _step(self, key: str, run: Callable[[], Awaitable[StepResult]]) -> dict[str, Any]:
+        done = await self.store.load(key)
+        if done is not None:
+            return done
+        if await self.store.cancelled():
+            raise Cancelled
+        step = await run()
+        await self.store.commit(key, step)
+        return step.result
+
+    def _time_left(self) -> bool:
+        return self.clock() < self.deadline
+
+    # --- 1-3: intake, triage, retrieval -------------------------------------------------------
+
+    async def _intake(self) -> None:
+        async def run() -> StepResult:
+            missing = sorted(
+                f"derived.{k}"
+                for k, v in self.state.staging.items()
+                if v is None and k in guideline.RELEVANT_STAGING.get(self.cancer, ())
+            )
+            payload = {"staging": self.state.staging, "missing": missing}
+            return StepResult(payload, [EngineEvent("intake", payload)])
+
+        await self._step("intake", run)
+
+    async def _triage(self) -> None:
+        async def run() -> StepResult:
+            t = guideline.triage(dict(self.state.case), dict(self.state.facts))
+            payload = {"panel": list(t.panel), "specialists": t.specialists, "simple": t.simple}
+            return StepResult(payload, [EngineEvent("triage", payload)])
+
+        result = await self._step("triage", run)
+        self.state.triage = Triage(
+            tuple(result["panel"]), dict(result["specialists"]), bool(result["simple"])
+        )
+
+    def _query(self, role: str) -> str:
+        case = self.state.case
+        stage = ", ".join(f"{k} {v}" for k, v in self.state.staging.items() if v is not None)
+        diagnosis = case.get("diagnosis") or {}
+        return " ".join(
+            str(part)
+            for part in (
+                self.cancer.replace("_", " "),
+                role.replace("_", " "),
+                case.get("question") or "",
+                diagnosis.get("histology") or "",
+                diagnosis.get("subtype") or "",
+                stage,
+            )
+            if part
+        )
+
+    async def _retrieve(self, role: str) -> None:
+        kinds = ROLE_KINDS.get(role, ("therapy_step",))
+
+        async def run() -> StepResult:
+            applicable = await asyncio.to_thread(
+                self.retriever.applicable,
+                cancer_type=self.cancer,
+                kinds=kinds,
+                case=self.state.case,
+            )
+            hits = await asyncio.to_thread(
+                self.retriever.search,
+                query=self._query(role),
+                cancer_type=self.cancer,
+                kinds=kinds,
+                k=self.config.retrieval_k,
+                case=self.state.case,
+            )
+            merged: dict[str, Evidence] = {e.unit_id: e for e in applicable}
+            for hit in hits:
+                merged.setdefault(hit.unit_id, hit)
+            evidence = sorted(merged.values(), key=lambda e: (-e.score, e.unit_id))
+            payload = {"evidence": [_evidence_to_dict(e) for e in evidence]}
+            event = EngineEvent(
+                "retrieval",
+                {
+                    "query": self._query(role),
+                    "hits": [
+                        {
+                            "unit_id": e.unit_id,
+                            "anchor": e.anchor,
+                            "version": e.version,
+                            "source": e.source,
+                            "grade": e.grade,
+                            "kind": e.kind,
+                            "applies": e.applies,
+                            "score": e.score,
+                        }
+                        for e in evidence
+                    ],
+                },
+                role=role,
+            )
+            return StepResult(payload, [event])
+
+        result = await self._step(f"retrieval.{role}", run)
+        self.state.evidence[role] = [_evidence_from_dict(d) for d in result["evidence"]]
+
+    # --- 4-8: rounds --------------------------------------------------------------------------
+
+    async def _report(self, role: str, round_no: int) -> None:
+        async def run() -> StepResult:
+            critiques = [
+                (reviewer, c)
+                for reviewer, target, c in self.state.previous_critiques
+                if target == role
+            ]
+            past: Sequence[PastCase] = []
+            if round_no >= 2:  # MDTeamGPT: similar past cases from the second round on
+                past = self.experience.similar(case=self.state.case, k=5)
+            inp = RoleInput(
+                role=role,
+                round=round_no,
+                case=self.state.case,
+                facts=self.state.facts,
+                staging=self.state.staging,
+                evidence=self.state.evidence[role],
+                residuals=self.state.residuals[-2:],
+                experience=past,
+                previous=self.state.reports.get(role),
+                critiques=critiques,
+                reason=(self.state.triage.specialists.get(role, "") if self.state.triage else ""),
+            )
+
+            async def on_delta(text: str) -> None:
+                await self.store.delta(role=role, round=round_no, text=text)
+
+            answer: Answer = await self.provider.report(inp, on_delta)
+            report, ungrounded = ground_report(answer.value, self.state.evidence[role])
+            events = [
+                EngineEvent(
+                    "message",
+                    {
+                        "report": report.model_dump(),
+                        "fallback": answer.fallback,
+                        "usage": asdict(answer.usage) if answer.usage else None,
+                    },
+                    role=role,
+                    round=round_no,
+                )
+            ]
+            if ungrounded:
+                events.append(
+                    EngineEvent("grounding", {"ungrounded": ungrounded}, role=role, round=round_no)
+                )
+            events += [
+                EngineEvent("evidence.node", node, role=role, round=round_no)
+                for node in tree_nodes(
+                    role, round_no, report, self.state.evidence[role], ungrounded
+                )
+            ]
+            return StepResult(
+                {"report": report.model_dump(), "ungrounded": ungrounded},
+                events,
+                answer.usage,
+                answer.fallback,
+            )
+
+        result = await self._step(f"r{round_no}.report.{role}", run)
+        self.state.reports[role] = RoleReport.model_validate(result["report"])
+        self.state.ungrounded[role] = {
+            u["component"] for u in result["ungrounded"] if u.get("component")
+        }
+
+    async def _review(self, reviewer: str, target: str, round_no: int) -> None:
+        async def run() -> StepResult:
+            inp = ReviewInput(
+                reviewer=reviewer,
+                target=target,
+                round=round_no,
+                case=self.state.case,
+                facts=self.state.facts,
+                report=self.state.reports[target],
+                evidence=self.state.evidence[reviewer],
+            )
+            answer = await self.provider.review(inp)
+            review: CrossReview = answer.value
+            payload = {
+                "reviewer": reviewer,
+                "target": target,
+                "review": review.model_dump(),
+                "fallback": answer.fallback,
+            }
+            events = [
+                EngineEvent("critique", payload, role=reviewer, round=round_no),
+                EngineEvent(
+                    "evidence.node",
+                    {
+                        "id": f"r{round_no}.{reviewer}>{target}",
+                        "parent": f"r{round_no}.{target}.h",
+                        "kind": "critique",
+                        "text": review.critique,
+                        "refs": [],
+                        "author": reviewer,
+                        "status": "supported" if review.agree else "contested",
+                    },
+                    role=reviewer,
+                    round=round_no,
+                ),
+            ]
+            return StepResult(payload, events, answer.usage, answer.fallback)
+
+        result = await self._step(f"r{round_no}.review.{reviewer}.{target}", run)
+        self.state.critiques.append(
+            (reviewer, target, CrossReview.model_validate(result["review"]))
+        )
+
+    async def _synthesize(self, round_no: int, weights: Mapping[str, float]) -> None:
+        round_critiques = list(self.state.critiques)
+
+        async def run() -> StepResult:
+            safety_units = self.state.evidence.get("safety", [])
+            consensus = weighted_consensus(
+                reports=self.state.reports,
+                critiques=round_critiques,
+                weights=weights,
+                safety_evidence=safety_units,
+                ungrounded=self.state.ungrounded,
+            )
+            conflicts = critique_conflicts(round_critiques, safety_units) + consensus.conflicts
+            inp = SynthesisInput(
+                round=round_no,
+                case=self.state.case,
+                facts=self.state.facts,
+                staging=self.state.staging,
+                reports=self.state.reports,
+                critiques=round_critiques,
+                weights=weights,
+                evidence=self.state.evidence,
+                residuals=self.state.residuals[-2:],
+            )
+            text = "; ".join(c.resolution for c in conflicts)
+            answer = await self.provider.synthesize(inp, consensus, text)
+            synthesis: Synthesis = answer.value
+            events = [
+                EngineEvent(
+                    "residual", synthesis.residual.model_dump(), role="coordinator", round=round_no
+                ),
+                EngineEvent(
+                    "draft",
+                    {
+                        **synthesis.draft.model_dump(),
+                        "support": consensus.support,
+                        "weights": dict(weights),
+                    },
+                    role="coordinator",
+                    round=round_no,
+                ),
+            ] + [
+                EngineEvent("conflict", c.model_dump(), role="coordinator", round=round_no)
+                for c in conflicts
+            ]
+            return StepResult(
+                {
+                    "synthesis": synthesis.model_dump(),
+                    "conflicts": [c.model_dump() for c in conflicts],
+                    "fallback": answer.fallback,
+                },
+                events,
+                answer.usage,
+                answer.fallback,
+            )
+
+        result = await self._step(f"r{round_no}.synthesis", run)
+        self.state.synthesis = Synthesis.model_validate(result["synthesis"])
+        self.state.residuals.append(self.state.synthesis.residual)
+        self.state.conflicts.extend(ConflictRecord.model_validate(c) for c in result["conflicts"])
+
+    async def _vote(self, role: str, round_no: int) -> bool:
+        async def run() -> StepResult:
+            assert self.state.synthesis is not None  # noqa: S101 - synthesis precedes votes
+            inp = VoteInput(
+                role=role,
+                round=round_no,
+                case=self.state.case,
+                report=self.state.reports[role],
+                draft=self.state.synthesis.draft,
+                evidence=self.state.evidence[role],
+            )
+            answer = await self.provider.vote(inp)
+            vote: Vote = answer.value
+            payload = {"vote": vote.model_dump(), "fallback": answer.fallback}
+            return StepResult(
+                payload,
+                [EngineEvent("vote", payload, role=role, round=round_no)],
+                answer.usage,
+                answer.fallback,
+            )
+
+        result = await self._step(f"r{round_no}.vote.{role}", run)
+        return bool(result["vote"]["agree"])
+
+    async def _round(
+        self, round_no: int, panel: Sequence[str], weights: Mapping[str, float]
+    ) -> bool:
+        self.state.previous_critiques, self.state.critiques = self.state.critiques, []
+        await asyncio.gather(*(self._report(role, round_no) for role in panel))
+        pairs = [(a, b) for a, b in REVIEW_PAIRS if a in panel and b in panel]
+        await asyncio.gather(*(self._review(a, b, round_no) for a, b in pairs))
+        await self._synthesize(round_no, weights)
+        votes = await asyncio.gather(*(self._vote(role, round_no) for role in panel))
+        agreement = sum(votes) / len(votes)
+
+        async def run() -> StepResult:
+            stop = agreement >= self.config.agreement
+            payload = {
+                "agreement": round(agreement, 3),
+                "stop": stop,
+                "votes": dict(zip(panel, votes, strict=True)),
+            }
+            return StepResult(
+                payload, [EngineEvent("consensus", payload, role="coordinator", round=round_no)]
+            )
+
+        result = await self._step(f"r{round_no}.consensus", run)
+        return bool(result["stop"])
+
+    # --- 9-11: gate, review, plan ---------------------------------------------------------------
+
+    async def _final(self) -> Plan:
+        assert self.state.synthesis is not None  # noqa: S101 - at least one round ran
+        draft = self.state.synthesis.draft
+        safety_units = self.state.evidence.get("safety", [])
+
+        async def gate_run() -> StepResult:
+            outcome = safety_gate(draft.components, safety_units)
+            payload = {
+                "components": [c.model_dump() for c in outcome.components],
+                "gates": [g.model_dump() for g in outcome.gates],
+                "flags": [f.model_dump() for f in outcome.flags],
+                "rejected": [r.model_dump() for r in outcome.rejected],
+                "conflicts": [c.model_dump() for c in outcome.conflicts],
+                "needs_data": outcome.needs_data,
+                "cited": outcome.cited,
+            }
+            events = [
+                EngineEvent("gate", g.model_dump(), role="safety_gate") for g in outcome.gates
+            ]
+            events += [
+                EngineEvent("conflict", c.model_dump(), role="safety_gate")
+                for c in outcome.conflicts
+            ]
+            return StepResult(payload, events)
+
+        gate = await self._step("gate", gate_run)
+
+        async def plan_run() -> StepResult:
+            plan = self._assemble(gate)
+            review = final_review(plan)
+            plan.needs_data = sorted(set(plan.needs_data) | set(review["missing"]))
+            events = [
+                EngineEvent("review", review, role="final_reviewer"),
+                EngineEvent("plan", plan.model_dump(mode="json"), role="coordinator"),
+            ]
+            return StepResult({"plan": plan.model_dump(mode="json")}, events)
+
+        result = await self._step("plan", plan_run)
+        return Plan.model_validate(result["plan"])
+
+    def _assemble(self, gate: Mapping[str, Any]) -> Plan:
+        assert self.state.synthesis is not None  # noqa: S101
+        draft = self.state.synthesis.draft
+        plan_components = [PlanComponent.model_validate(c) for c in gate["components"]]
+        rejected = [*draft.rejected, *(RejectedOption.model_validate(r) for r in gate["rejected"])]
+        monitoring = [
+            MonitoringItem(phase=m.phase, what=m.what, interval=m.interval, anchor=m.anchor)
+            for m in draft.monitoring
+        ]
+        cited: list[str] = []
+        for component in plan_components:
+            cited += component.evidence
+        cited += [e for m in draft.monitoring for e in m.evidence]
+        cited += list(gate["cited"])
+        cited += [
+            e
+            for claim in self.state.reports.get(
+                "diagnostic", RoleReport(conclusion="", confidence=0)
+            ).claims
+            for e in claim.evidence
+        ]
+        memory = {e.unit_id: e for units in self.state.evidence.values() for e in units}
+        evidence = [
+            EvidenceItem(**memory[key].cite()) for key in dict.fromkeys(cited) if key in memory
+        ]
+        needs = sorted(
+            set(gate["needs_data"]) | {n for r in self.state.reports.values() for n in r.needs_data}
+        )
+        intent = draft.intent
+        summary = draft.summary
+        if len(plan_components) < len(draft.components):
+            summary += (
+                " Safety gate: " + "; ".join(r["option"] for r in gate["rejected"]) + " withheld."
+            )
+        return Plan(
+            case_id=str(self.state.case.get("case_id") or ""),
+            engine=self.provider.name,
+            staging={
+                k: self.state.staging.get(k)
+                for k in (
+                    "child_pugh_score",
+                    "child_pugh_class",
+                    "albi_grade",
+                    "bclc",
+                    "tnm_stage",
+                    "breast_subtype",
+                    "ann_arbor_stage",
+                    "ipi",
+                    "cns_ipi",
+                )
+            },
+            recommendation=Recommendation(
+                summary=summary, intent=intent, components=plan_components
+            ),
+            rejected_options=rejected,
+            safety=SafetyBlock.model_validate({"gates": gate["gates"], "flags": gate["flags"]}),
+            monitoring=monitoring,
+            evidence=evidence,
+            confidence=self.state.synthesis.confidence,
+            conflicts=self.state.conflicts
+            + [ConflictRecord.model_validate(c) for c in gate["conflicts"]],
+            abstain=not plan_components,
+            needs_data=needs,
+            rounds=self.state.rounds,
+        )
+
+    # --- the whole protocol ---------------------------------------------------------------------
+
+    async def run(self) -> Plan:
+        await self._intake()
+        await self._triage()
+        assert self.state.triage is not None  # noqa: S101
+        panel = self.state.triage.panel
+        await asyncio.gather(*(self._retrieve(role) for role in panel))
+        weights = case_weights(
+            self.state.facts, self.state.staging, self.state.evidence.get("safety", []), panel
+        )
+        for round_no in range(1, self.config.max_rounds + 1):
+            self.state.rounds = round_no
+            if await self._round(round_no, panel, weights):
+                self.state.stopped_by = "agreement"
+                break
+            if not self._time_left():
+                self.state.stopped_by = "time limit"
+                break
+        else:
+            self.state.stopped_by = "round limit"
+        return await self._final()
+
+
+def final_review(plan: Plan) -> dict[str, Any]:
+    """Completeness: staging, treatment (or an explicit abstention), safety, monitoring in all
+    three phases with response criteria, evidence, and the patient's preferences."""
+    phases = {m.phase for m in plan.monitoring}
+    checks = {
+        "staging": any(v is not None for v in plan.staging.values()),
+        "treatment": bool(plan.recommendation.components) or plan.abstain,
+        "safety": bool(plan.safety.gates or plan.safety.flags),
+        "monitoring_phases": all(p in phases for p in PHASES),
+        "response_criteria": all(m.anchor != "other" for m in plan.monitoring)
+        and bool(plan.monitoring),
+        "evidence": bool(plan.evidence),
+    }
+    missing = [f"monitoring phase {p}" for p in PHASES if p not in phases]
+    if plan.abstain:
+        missing.append(
+            "a treatment recommendation (the board abstains until the data above is available)"
+        )
+    return {"checks": checks, "complete": all(checks.values()), "missing": missing}
+
+
+async def deliberate(**kwargs: Any) -> Plan:
+    return await Deliberation(**kwargs).run()
+
+
+__all__ = ["Cancelled", "Deliberation", "EngineConfig", "Usage", "deliberate", "final_review"]

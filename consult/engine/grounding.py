@@ -1,0 +1,115 @@
+"""Grounding (a citation must name a unit retrieved for that role) and the evidence tree
+(question → hypothesis → analysis → evidence, Tree-of-Reasoning)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from consult.engine.protocols import Evidence
+from consult.engine.schemas import RoleReport
+
+
+def ground_report(
+    report: RoleReport, evidence: Sequence[Evidence]
+) -> tuple[RoleReport, list[dict[str, Any]]]:
+    """Strip citations of units the role was not given, and say which were stripped. Only
+    cited, retrieved units stay in the consultation's evidence memory."""
+    allowed = {e.unit_id for e in evidence}
+    ungrounded: list[dict[str, Any]] = []
+    grounded = report.model_copy(deep=True)
+    for index, claim in enumerate(grounded.claims):
+        bad = [ref for ref in claim.evidence if ref not in allowed]
+        if bad:
+            ungrounded.append({"claim": index, "text": claim.text, "cited": bad})
+            claim.evidence = [ref for ref in claim.evidence if ref in allowed]
+    for component in grounded.components:
+        bad = [ref for ref in component.evidence if ref not in allowed]
+        if bad or not component.evidence:
+            ungrounded.append({"component": component.description, "cited": bad})
+            component.evidence = [ref for ref in component.evidence if ref in allowed]
+    for constraint in grounded.constraints:
+        constraint.evidence = [ref for ref in constraint.evidence if ref in allowed]
+    for proposal in grounded.monitoring:
+        proposal.evidence = [ref for ref in proposal.evidence if ref in allowed]
+    return grounded, ungrounded
+
+
+def tree_nodes(
+    role: str,
+    round_no: int,
+    report: RoleReport,
+    evidence: Sequence[Evidence],
+    ungrounded: Sequence[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    memory = {e.unit_id: e for e in evidence}
+    bad_claims = {u["claim"] for u in ungrounded if "claim" in u}
+    bad_components = {u["component"] for u in ungrounded if "component" in u}
+    root = f"r{round_no}.{role}.h"
+    nodes: list[dict[str, Any]] = [
+        {
+            "id": root,
+            "parent": "question",
+            "kind": "hypothesis",
+            "text": report.conclusion,
+            "refs": [],
+            "author": role,
+            "status": "proposed",
+        }
+    ]
+
+    def evidence_nodes(parent: str, refs: Sequence[str]) -> None:
+        for j, ref in enumerate(refs):
+            unit = memory[ref]
+            nodes.append(
+                {
+                    "id": f"{parent}.e{j}",
+                    "parent": parent,
+                    "kind": "evidence",
+                    "text": unit.title,
+                    "author": role,
+                    "status": "supported",
+                    "refs": [
+                        {
+                            "unit_id": unit.unit_id,
+                            "anchor": unit.anchor,
+                            "version": unit.version,
+                            "version_id": unit.version_id,
+                            "source": unit.source,
+                            "grade": unit.grade,
+                        }
+                    ],
+                }
+            )
+
+    for i, claim in enumerate(report.claims):
+        node = f"{root}.c{i}"
+        nodes.append(
+            {
+                "id": node,
+                "parent": root,
+                "kind": "analysis",
+                "text": claim.text,
+                "refs": [],
+                "author": role,
+                "status": "contested"
+                if i in bad_claims
+                else ("supported" if claim.evidence else "proposed"),
+            }
+        )
+        evidence_nodes(node, claim.evidence)
+    for i, component in enumerate(report.components):
+        node = f"{root}.p{i}"
+        nodes.append(
+            {
+                "id": node,
+                "parent": root,
+                "kind": "analysis",
+                "text": f"Proposes {component.description}",
+                "refs": [],
+                "author": role,
+                "status": "contested" if component.description in bad_components else "supported",
+            }
+        )
+        evidence_nodes(node, component.evidence)
+    return nodes

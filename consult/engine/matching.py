@@ -1,0 +1,36 @@
+"""Whether a safety rule targets a plan component: by drug name or class, or by modality."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from consult.engine.schemas import ProposedComponent
+
+SEVERITY_RISK = {"critical": 1.0, "major": 0.7, "minor": 0.3}
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.casefold().replace("-", " ").split())
+
+
+def agents_overlap(rule_agents: Iterable[str], component: ProposedComponent) -> list[str]:
+    """Rule agents that name one of the component's agents (either way round, so a class name
+    such as "anti-PD-1" in the rule and "pembrolizumab (anti-PD-1)" in the plan both match)."""
+    names = [_norm(a) for a in component.agents] + [_norm(component.description)]
+    hits = []
+    for agent in rule_agents:
+        wanted = _norm(agent)
+        if wanted and any(
+            wanted in name or (name and name in wanted and len(name) > 3) for name in names
+        ):
+            hits.append(agent)
+    return hits
+
+
+def targets(action: Mapping[str, Any], component: ProposedComponent) -> list[str]:
+    """What of the component a safety action restricts (agent names or the modality)."""
+    matched = agents_overlap(action.get("agents") or [], component)
+    if component.modality in (action.get("modalities") or []):
+        matched.append(component.modality)
+    return matched

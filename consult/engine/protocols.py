@@ -1,0 +1,168 @@
+"""What the engine needs from the outside world, as protocols: an LLM, a retriever, an
+experience memory and a step store (persistence + broadcast)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A retrieved knowledge unit with its provenance (unit id, anchor, version)."""
+
+    unit_id: str
+    kind: str
+    cancer_type: str
+    title: str
+    text: str
+    anchor: str
+    version: str
+    version_id: int
+    source: str
+    grade: str
+    grade_ordinal: int
+    content: Mapping[str, Any]
+    applies: bool | None = None
+    missing: tuple[str, ...] = ()
+    score: float = 0.0
+
+    @property
+    def action(self) -> Mapping[str, Any]:
+        action: Mapping[str, Any] = self.content.get("action") or {}
+        return action
+
+    def cite(self) -> dict[str, str]:
+        return {
+            "unit_id": self.unit_id,
+            "source": self.source,
+            "anchor": self.anchor,
+            "version": self.version,
+            "grade": self.grade,
+        }
+
+
+class Retriever(Protocol):
+    def search(
+        self, *, query: str, cancer_type: str, kinds: Sequence[str], k: int, case: Mapping[str, Any]
+    ) -> list[Evidence]:
+        """Top-k hybrid hits of these kinds, excluding units that do not apply to the case."""
+        ...
+
+    def applicable(
+        self, *, cancer_type: str, kinds: Sequence[str], case: Mapping[str, Any]
+    ) -> list[Evidence]:
+        """Every published unit of these kinds whose context applies (True) or cannot be
+        decided for lack of data (None)."""
+        ...
+
+
+@dataclass(frozen=True)
+class PastCase:
+    """An entry of CorrectKB (verified) or ChainKB (error reflection)."""
+
+    kind: str
+    summary: str
+    lesson: str
+    similarity: float
+
+
+class ExperienceRetriever(Protocol):
+    def similar(self, *, case: Mapping[str, Any], k: int) -> list[PastCase]: ...
+
+
+class NoExperience:
+    """Until the learning issue lands there is no experience memory."""
+
+    def similar(self, *, case: Mapping[str, Any], k: int) -> list[PastCase]:
+        return []
+
+
+@dataclass(frozen=True)
+class Usage:
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    cost_usd: float = 0.0
+
+
+DeltaCallback = Callable[[str], Awaitable[None]]
+
+
+class LLM(Protocol):
+    def model_for(self, role: str) -> str: ...
+
+    async def complete_structured(
+        self,
+        *,
+        role: str,
+        system: str,
+        user: str,
+        schema: type[BaseModel],
+        on_delta: DeltaCallback | None = None,
+    ) -> tuple[BaseModel, Any]: ...
+
+
+@dataclass
+class EngineEvent:
+    """Something that happened, for the board and the record. ``kind`` is dotted."""
+
+    kind: str
+    payload: dict[str, Any]
+    role: str = ""
+    round: int = 0
+
+
+@dataclass
+class StepResult:
+    """What a step leaves behind: its result (journaled for resumption) and its events."""
+
+    result: dict[str, Any]
+    events: list[EngineEvent] = field(default_factory=list)
+    usage: Usage | None = None
+    fallback: str = ""
+
+
+class StepStore(Protocol):
+    async def load(self, key: str) -> dict[str, Any] | None:
+        """The journaled result of a completed step, or None: resumption skips done work."""
+        ...
+
+    async def commit(self, key: str, step: StepResult) -> None:
+        """Persist the step's result and events atomically (events get sequence numbers)."""
+        ...
+
+    async def delta(self, *, role: str, round: int, text: str) -> None:
+        """An ephemeral token fragment for the live board; never persisted."""
+        ...
+
+    async def cancelled(self) -> bool: ...
+
+
+class MemoryStore:
+    """A StepStore in memory: for the CLI's dry runs and the engine's unit tests."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, dict[str, Any]] = {}
+        self.events: list[EngineEvent] = []
+        self.deltas: list[tuple[str, int, str]] = []
+        self.cancel = False
+
+    async def load(self, key: str) -> dict[str, Any] | None:
+        return self.steps.get(key)
+
+    async def commit(self, key: str, step: StepResult) -> None:
+        if key in self.steps:
+            raise RuntimeError(f"step {key} committed twice")
+        self.steps[key] = step.result
+        self.events.extend(step.events)
+
+    async def delta(self, *, role: str, round: int, text: str) -> None:
+        self.deltas.append((role, round, text))
+
+    async def cancelled(self) -> bool:
+        return self.cancel

@@ -1,0 +1,206 @@
+"""Who answers for a role: the guideline engine, or an LLM with the guideline engine as its
+fallback when a reply stays invalid after repair (the fallback is recorded on the message)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from consult.engine import guideline, prompting
+from consult.engine.consensus import Consensus
+from consult.engine.context import ReviewInput, RoleInput, SynthesisInput, VoteInput
+from consult.engine.protocols import LLM, Evidence, Usage
+from consult.engine.schemas import (
+    CrossReview,
+    DraftPlan,
+    RoleReport,
+    Synthesis,
+    Vote,
+)
+
+T = TypeVar("T", bound=BaseModel)
+logger = logging.getLogger(__name__)
+Delta = Callable[[str], Awaitable[None]] | None
+
+
+@dataclass
+class Answer:
+    value: Any
+    usage: Usage | None = None
+    fallback: str = ""
+
+
+class GuidelineProvider:
+    name = guideline.ENGINE_NAME
+
+    async def report(self, inp: RoleInput, on_delta: Delta = None) -> Answer:
+        return Answer(guideline.role_report(inp))
+
+    async def review(self, inp: ReviewInput) -> Answer:
+        return Answer(guideline.review(inp))
+
+    async def synthesize(
+        self, inp: SynthesisInput, consensus: Consensus, conflicts_text: str
+    ) -> Answer:
+        return Answer(
+            guideline.synthesis(
+                inp,
+                components=consensus.components,
+                rejected=consensus.rejected,
+                intent=consensus.intent,
+                confidence=consensus.confidence,
+                conflicts_text=conflicts_text,
+            )
+        )
+
+    async def vote(self, inp: VoteInput) -> Answer:
+        return Answer(guideline.vote(inp))
+
+
+def _evidence_lines(evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
+    return [
+        {
+            "unit_id": e.unit_id,
+            "kind": e.kind,
+            "title": e.title,
+            "text": e.text,
+            "grade": e.grade,
+            "applies": e.applies,
+            "missing": list(e.missing),
+            "action": dict(e.action),
+        }
+        for e in evidence
+    ]
+
+
+def _case_view(case: Mapping[str, Any]) -> dict[str, Any]:
+    # Everything the agents may use; "null" in the JSON means not available.
+    return {k: v for k, v in case.items() if k != "expected"}
+
+
+class LLMProvider:
+    """Every role through the LLM. Any failure of a turn (invalid after repair, endpoint
+    unavailable, budget spent) falls back to the guideline engine for that turn only."""
+
+    def __init__(self, llm: LLM, *, fallback: GuidelineProvider | None = None) -> None:
+        self.llm = llm
+        self.fallback = fallback or GuidelineProvider()
+        self.name = f"llm:{llm.model_for('coordinator')}"
+
+    async def _ask(
+        self, role: str, prompt: str, user: dict[str, Any], schema: type[T], on_delta: Delta = None
+    ) -> tuple[T | None, Usage | None, str]:
+        system = prompting.system_prompt(prompt, role)
+        started = time.monotonic()
+        try:
+            value, usage = await self.llm.complete_structured(
+                role=role,
+                system=system,
+                user=json.dumps(user, ensure_ascii=False, default=str),
+                schema=schema,
+                on_delta=on_delta,
+            )
+        except Exception as exc:
+            logger.warning("llm turn failed for %s: %s", role, type(exc).__name__)
+            return (
+                None,
+                Usage(latency_ms=(time.monotonic() - started) * 1000),
+                (f"{type(exc).__name__}: guideline engine answered this turn"),
+            )
+        if not isinstance(value, schema):
+            return None, None, "unexpected reply type: guideline engine answered this turn"
+        recorded = Usage(
+            model=usage.model,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            latency_ms=usage.latency_ms,
+            cost_usd=usage.cost_usd,
+        )
+        return value, recorded, ""
+
+    async def report(self, inp: RoleInput, on_delta: Delta = None) -> Answer:
+        user = {
+            "role": inp.role,
+            "round": inp.round,
+            "case": _case_view(inp.case),
+            "derived_staging": dict(inp.staging),
+            "evidence": _evidence_lines(inp.evidence),
+            "residual_contexts": [r.model_dump() for r in inp.residuals[-2:]],
+            "critiques_received": [{"from": who, **c.model_dump()} for who, c in inp.critiques],
+            "similar_past_cases": [asdict(p) for p in inp.experience],
+            "specialist_reason": inp.reason,
+        }
+        prompt = inp.role if inp.role in prompting.ROLE_PROMPTS else "specialist"
+        value, usage, fallback = await self._ask(inp.role, prompt, user, RoleReport, on_delta)
+        if value is None:
+            answer = await self.fallback.report(inp)
+            return Answer(answer.value, usage, fallback)
+        return Answer(value, usage)
+
+    async def review(self, inp: ReviewInput) -> Answer:
+        user = {
+            "reviewer": inp.reviewer,
+            "target": inp.target,
+            "case": _case_view(inp.case),
+            "report": inp.report.model_dump(),
+            "evidence": _evidence_lines(inp.evidence),
+        }
+        value, usage, fallback = await self._ask(inp.reviewer, "reviewer", user, CrossReview)
+        if value is None:
+            return Answer((await self.fallback.review(inp)).value, usage, fallback)
+        return Answer(value, usage)
+
+    async def synthesize(
+        self, inp: SynthesisInput, consensus: Consensus, conflicts_text: str
+    ) -> Answer:
+        computed = (await self.fallback.synthesize(inp, consensus, conflicts_text)).value
+        user = {
+            "round": inp.round,
+            "case": _case_view(inp.case),
+            "derived_staging": dict(inp.staging),
+            "reports": {role: r.model_dump() for role, r in inp.reports.items()},
+            "critiques": [
+                {"reviewer": a, "target": b, **c.model_dump()} for a, b, c in inp.critiques
+            ],
+            "weights": dict(inp.weights),
+            "weighted_consensus": {
+                "kept": [c.model_dump() for c in consensus.components],
+                "rejected": [r.model_dump() for r in consensus.rejected],
+                "support": consensus.support,
+            },
+            "previous_residual_contexts": [r.model_dump() for r in inp.residuals[-2:]],
+        }
+        value, usage, fallback = await self._ask("coordinator", "coordinator", user, Synthesis)
+        if value is None:
+            return Answer(computed, usage, fallback)
+        # The Coordinator writes the residual context and the narrative; the components are
+        # the weighted consensus, computed, so no plan item enters without its support.
+        draft = DraftPlan(
+            summary=value.draft.summary,
+            intent=consensus.intent,
+            components=consensus.components,
+            rejected=consensus.rejected,
+            monitoring=computed.draft.monitoring,
+        )
+        return Answer(
+            Synthesis(residual=value.residual, draft=draft, confidence=value.confidence), usage
+        )
+
+    async def vote(self, inp: VoteInput) -> Answer:
+        user = {
+            "role": inp.role,
+            "round": inp.round,
+            "your_report": inp.report.model_dump(),
+            "draft_plan": inp.draft.model_dump(),
+            "evidence": _evidence_lines(inp.evidence),
+        }
+        value, usage, fallback = await self._ask(inp.role, "voter", user, Vote)
+        if value is None:
+            return Answer((await self.fallback.vote(inp)).value, usage, fallback)
+        return Answer(value, usage)

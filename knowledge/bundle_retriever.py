@@ -1,0 +1,74 @@
+"""An in-memory retriever over a bundle: the same applicability rules as the database one,
+without PostgreSQL. For the engine's unit tests and offline evaluation of a bundle file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from consult.engine.protocols import Evidence
+from knowledge.applicability import case_facts, context_applies, missing_facts
+from knowledge.bundle import Bundle, UnitSpec, unit_content
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class BundleRetriever:
+    def __init__(self, bundle: Bundle) -> None:
+        self.bundle = bundle
+        self.sources = {s.key: s for s in bundle.sources}
+
+    def _evidence(self, unit: UnitSpec, facts: Mapping[str, Any], score: float = 0.0) -> Evidence:
+        content = unit_content(unit)
+        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+        source = self.sources[unit.source]
+        return Evidence(
+            unit_id=unit.key,
+            kind=unit.kind.value,
+            cancer_type=unit.cancer_type.value,
+            title=unit.title,
+            text=unit.text,
+            anchor=unit.anchor,
+            version=f"v1:{digest[:12]}",
+            version_id=0,
+            source=f"{source.organisation} {source.title} ({source.version})",
+            grade=f"{unit.grade.system}: {unit.grade.native}",
+            grade_ordinal=unit.grade.ordinal,
+            content=content,
+            applies=context_applies(unit.context, facts),
+            missing=tuple(missing_facts(unit.context, facts)),
+            score=score,
+        )
+
+    def _scope(self, cancer_type: str, kinds: Sequence[str]) -> list[UnitSpec]:
+        return [
+            u
+            for u in self.bundle.units
+            if u.cancer_type.value in (cancer_type, "any") and u.kind.value in kinds
+        ]
+
+    def applicable(
+        self, *, cancer_type: str, kinds: Sequence[str], case: Mapping[str, Any]
+    ) -> list[Evidence]:
+        facts = case_facts(case)
+        found = [self._evidence(u, facts) for u in self._scope(cancer_type, kinds)]
+        return [e for e in found if e.applies is not False]
+
+    def search(
+        self, *, query: str, cancer_type: str, kinds: Sequence[str], k: int, case: Mapping[str, Any]
+    ) -> list[Evidence]:
+        # Word overlap stands in for hybrid retrieval here; the database retriever is the real
+        # one. Good enough to exercise the engine's handling of ranked hits.
+        words = set(_WORD.findall(query.lower()))
+        facts = case_facts(case)
+        scored = []
+        for unit in self._scope(cancer_type, kinds):
+            text = set(_WORD.findall(f"{unit.title} {unit.text}".lower()))
+            overlap = len(words & text) / (len(words) or 1)
+            evidence = self._evidence(unit, facts, round(overlap, 4))
+            if evidence.applies is not False and overlap > 0:
+                scored.append(evidence)
+        return sorted(scored, key=lambda e: -e.score)[:k]

@@ -1,0 +1,87 @@
+"""Engine test support: the seed bundle as an in-memory retriever and a scripted fake LLM."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from consult.engine.deliberation import Deliberation, EngineConfig
+from consult.engine.protocols import MemoryStore, Retriever, StepStore
+from consult.engine.providers import GuidelineProvider, LLMProvider
+from knowledge.applicability import case_facts
+from knowledge.bundle import Bundle, bundle_from_documents
+from knowledge.bundle_retriever import BundleRetriever
+from knowledge.calculators import derive_all, staging_summary
+from tests.paths import REPO
+
+SEED = REPO / "knowledge" / "seed"
+
+
+def seed_bundle() -> Bundle:
+    docs = [d for p in sorted(SEED.glob("*.yaml")) for d in yaml.safe_load_all(p.read_text())]
+    return bundle_from_documents(docs)
+
+
+def load_case(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    case = json.loads(path.read_text())
+    return case, case.pop("expected")
+
+
+def deliberation(
+    case: dict[str, Any],
+    *,
+    retriever: Retriever,
+    store: StepStore | None = None,
+    provider: GuidelineProvider | LLMProvider | None = None,
+    config: EngineConfig | None = None,
+) -> Deliberation:
+    return Deliberation(
+        case=case,
+        facts=case_facts(case),
+        staging=staging_summary(derive_all(case)),
+        retriever=retriever,
+        store=store or MemoryStore(),
+        provider=provider or GuidelineProvider(),
+        config=config,
+    )
+
+
+class ScriptedLLM:
+    """An in-process LLM double: ``answer(role, schema, user) -> dict | Exception``."""
+
+    def __init__(self, answer: Callable[[str, type[BaseModel], dict[str, Any]], Any]) -> None:
+        self.answer = answer
+        self.calls: list[tuple[str, str]] = []
+
+    def model_for(self, role: str) -> str:
+        return "scripted-model"
+
+    async def complete_structured(
+        self, *, role: str, system: str, user: str, schema: type[BaseModel], on_delta: Any = None
+    ) -> Any:
+        self.calls.append((role, schema.__name__))
+        reply = self.answer(role, schema, json.loads(user))
+        if isinstance(reply, Exception):
+            raise reply
+        if on_delta is not None:
+            await on_delta(json.dumps(reply)[:20])
+        usage = type(
+            "U",
+            (),
+            {
+                "model": "scripted-model",
+                "prompt_tokens": 10,
+                "completion_tokens": 5,
+                "latency_ms": 1.0,
+                "cost_usd": 0.0,
+            },
+        )()
+        return schema.model_validate(reply), usage
+
+
+__all__ = ["BundleRetriever", "ScriptedLLM", "deliberation", "load_case", "seed_bundle"]

@@ -1,0 +1,239 @@
+"""The deliberation engine, pure Python: guideline concordance, the safety gate, rounds,
+grounding, fallbacks and resumption."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consult.engine.deliberation import EngineConfig
+from consult.engine.protocols import MemoryStore, StepResult
+from consult.engine.providers import LLMProvider
+from consult.engine.schemas import CrossReview, RoleReport, Synthesis, Vote
+from consult.evaluation import concordance_failures
+from tests.consult.engine.support import (
+    BundleRetriever,
+    ScriptedLLM,
+    deliberation,
+    load_case,
+    seed_bundle,
+)
+from tests.paths import PUBLIC_CASES, public_case_files
+
+
+@pytest.fixture(scope="module")
+def retriever() -> BundleRetriever:
+    return BundleRetriever(seed_bundle())
+
+
+@pytest.mark.parametrize("path", public_case_files(), ids=lambda p: p.stem)
+def test_guideline_engine_is_concordant_on_public_case(path: Path, retriever: Any) -> None:
+    # given an evaluation case
+    case, expected = load_case(path)
+    # when the guideline engine deliberates on it
+    plan = asyncio.run(deliberation(case, retriever=retriever).run())
+    # then every expectation of the file holds, and every cited unit carries provenance
+    assert concordance_failures(plan.model_dump(mode="json"), expected) == []
+    assert plan.evidence
+    assert all(e.unit_id and e.anchor and e.version.startswith("v") for e in plan.evidence)
+    assert plan.engine == "guideline-engine"
+
+
+def test_safety_flags_name_their_reason_and_unit(retriever: Any) -> None:
+    case, _ = load_case(PUBLIC_CASES / "pub-hcc-03.json")
+    plan = asyncio.run(deliberation(case, retriever=retriever).run())
+    varices = [f for f in plan.safety.flags if "varice" in f.text.lower()]
+    assert varices
+    assert all(f.evidence and f.evidence[0].startswith("hcc.") for f in varices)
+    # the bevacizumab regimen is kept only on the condition the rule states
+    atezo_bev = next(
+        c for c in plan.recommendation.components if "bevacizumab" in " ".join(c.agents).lower()
+    )
+    assert any("varice" in condition.lower() for condition in atezo_bev.conditions)
+
+
+def test_missing_inputs_make_gates_unknown_and_ask_for_the_data(retriever: Any) -> None:
+    case, _ = load_case(PUBLIC_CASES / "pub-hcc-03.json")
+    plan = asyncio.run(deliberation(case, retriever=retriever).run())
+    unknown = [g for g in plan.safety.gates if g.status == "unknown"]
+    assert unknown
+    assert all(g.needs for g in unknown)
+    assert any("organ_function.autoimmune_disease" in n for n in plan.needs_data)
+
+
+def test_contraindicated_drug_is_removed_by_the_gate_with_a_conflict_record(
+    retriever: Any,
+) -> None:
+    # given a lung case whose treatment would be a checkpoint inhibitor, after a kidney
+    # transplant (the seed's common contraindication)
+    case, _ = load_case(PUBLIC_CASES / "pub-lung-02.json")
+    case["diagnosis"]["transplant_history"] = "kidney"
+    plan = asyncio.run(deliberation(case, retriever=retriever).run())
+    agents = " ".join(a for c in plan.recommendation.components for a in c.agents).lower()
+    assert "pembrolizumab" not in agents
+    removed = [r for r in plan.rejected_options if "pembrolizumab" in r.option.lower()]
+    assert removed
+    assert all("transplant" in r.reason.lower() for r in removed)
+    assert any(c.kind == "risk" and "safety" in c.between for c in plan.conflicts)
+
+
+def test_resumed_run_redoes_no_step_and_gives_the_same_plan(retriever: Any) -> None:
+    case, _ = load_case(PUBLIC_CASES / "pub-breast-01.json")
+    full = MemoryStore()
+    expected_plan = asyncio.run(deliberation(case, retriever=retriever, store=full).run())
+
+    # given a store that holds only the first half of the steps (a worker died there)
+    class Resumable(MemoryStore):
+        commits: list[str]
+
+        async def commit(self, key: str, step: StepResult) -> None:
+            self.commits.append(key)
+            await super().commit(key, step)
+
+    partial = Resumable()
+    partial.commits = []
+    keys = list(full.steps)
+    for key in keys[: len(keys) // 2]:
+        partial.steps[key] = full.steps[key]
+    # when the run is resumed
+    plan = asyncio.run(deliberation(case, retriever=retriever, store=partial).run())
+    # then only the missing steps ran, and the plan is the same
+    assert partial.commits == keys[len(keys) // 2 :]
+    assert plan.model_dump() == expected_plan.model_dump()
+
+
+def test_cancel_stops_between_steps(retriever: Any) -> None:
+    from consult.engine.deliberation import Cancelled
+
+    case, _ = load_case(PUBLIC_CASES / "pub-hcc-01.json")
+    store = MemoryStore()
+    store.cancel = True
+    with pytest.raises(Cancelled):
+        asyncio.run(deliberation(case, retriever=retriever, store=store).run())
+    assert store.steps == {}
+
+
+def test_round_limit_is_validated() -> None:
+    with pytest.raises(ValueError, match="max_rounds"):
+        EngineConfig(max_rounds=9)
+
+
+# --- LLM mode with a scripted double (the HTTP stub tests live with the LLM client) --------
+
+
+def _llm_answers(
+    *,
+    disagree_rounds: int = 0,
+    invalid_roles: tuple[str, ...] = (),
+    cite: str | None = None,
+    propose: dict[str, Any] | None = None,
+) -> Any:
+    votes_seen: dict[int, int] = {}
+
+    def answer(role: str, schema: type, user: dict[str, Any]) -> Any:
+        if role in invalid_roles:
+            return ValueError("reply stayed invalid after repair")
+        if schema is RoleReport:
+            evidence = [e["unit_id"] for e in user["evidence"] if e["applies"]]
+            report: dict[str, Any] = {
+                "conclusion": f"{role} view",
+                "confidence": 0.8,
+                "claims": [
+                    {
+                        "text": f"{role} claim",
+                        "evidence": [cite or (evidence or [""])[0]],
+                        "confidence": 0.8,
+                    }
+                ],
+            }
+            if role == "treatment" and propose:
+                report["components"] = [propose]
+                report["intent"] = "palliative"
+            return report
+        if schema is CrossReview:
+            return {"agree": True, "critique": "No objection."}
+        if schema is Synthesis:
+            return {
+                "residual": {
+                    "consistency": "c",
+                    "conflict": "k",
+                    "independence": "i",
+                    "integration": "plan",
+                },
+                "draft": {"summary": "LLM summary", "intent": "palliative", "components": []},
+                "confidence": 0.8,
+            }
+        if schema is Vote:
+            round_no = user["round"]
+            votes_seen[round_no] = votes_seen.get(round_no, 0) + 1
+            disagree = round_no <= disagree_rounds and user["role"] == "safety"
+            return {"agree": not disagree, "advice": "revise" if disagree else ""}
+        raise AssertionError(schema)
+
+    return answer
+
+
+def test_llm_disagreement_leads_to_a_second_round_with_residual_context(retriever: Any) -> None:
+    case, _ = load_case(PUBLIC_CASES / "pub-lung-01.json")
+    llm = ScriptedLLM(_llm_answers(disagree_rounds=1))
+    store = MemoryStore()
+    plan = asyncio.run(
+        deliberation(case, retriever=retriever, store=store, provider=LLMProvider(llm)).run()
+    )
+    assert plan.rounds == 2
+    assert plan.engine == "llm:scripted-model"
+    consensus = [e.payload for e in store.events if e.kind == "consensus"]
+    assert [c["stop"] for c in consensus] == [False, True]
+    assert sum(1 for e in store.events if e.kind == "residual") == 2
+
+
+def test_llm_citation_of_an_unretrieved_unit_is_marked_ungrounded(retriever: Any) -> None:
+    case, _ = load_case(PUBLIC_CASES / "pub-lung-01.json")
+    llm = ScriptedLLM(_llm_answers(cite="made.up-unit"))
+    store = MemoryStore()
+    asyncio.run(
+        deliberation(case, retriever=retriever, store=store, provider=LLMProvider(llm)).run()
+    )
+    grounding = [e for e in store.events if e.kind == "grounding"]
+    assert grounding
+    assert grounding[0].payload["ungrounded"][0]["cited"] == ["made.up-unit"]
+
+
+def test_llm_proposing_a_contraindicated_drug_is_overruled_by_the_gate(retriever: Any) -> None:
+    case, _ = load_case(PUBLIC_CASES / "pub-lung-02.json")
+    case["diagnosis"]["transplant_history"] = "liver"
+    llm = ScriptedLLM(
+        _llm_answers(
+            propose={
+                "modality": "systemic",
+                "description": "Pembrolizumab monotherapy",
+                "agents": ["pembrolizumab"],
+                "evidence": [],
+            }
+        )
+    )
+    plan = asyncio.run(deliberation(case, retriever=retriever, provider=LLMProvider(llm)).run())
+    assert all(
+        "pembrolizumab" not in " ".join(c.agents).lower() for c in plan.recommendation.components
+    )
+    assert any("pembrolizumab" in r.option.lower() for r in plan.rejected_options)
+
+
+def test_llm_turn_that_fails_falls_back_to_the_guideline_engine_and_says_so(
+    retriever: Any,
+) -> None:
+    case, _ = load_case(PUBLIC_CASES / "pub-lung-01.json")
+    llm = ScriptedLLM(_llm_answers(invalid_roles=("treatment",)))
+    store = MemoryStore()
+    plan = asyncio.run(
+        deliberation(case, retriever=retriever, store=store, provider=LLMProvider(llm)).run()
+    )
+    messages = [e for e in store.events if e.kind == "message" and e.role == "treatment"]
+    assert "guideline engine answered" in messages[0].payload["fallback"]
+    assert (
+        "osimertinib"
+        in " ".join(a for c in plan.recommendation.components for a in c.agents).lower()
+    )
