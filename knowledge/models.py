@@ -15,7 +15,7 @@ EMBEDDING_DIM = 384  # all-MiniLM-L6-v2; an endpoint model must be configured to
 
 
 class GuidelineSource(models.Model):
-    key = models.SlugField(max_length=80, unique=True)
+    key = models.CharField(max_length=80, unique=True)  # bundle.KEY_PATTERN (dots allowed)
     organisation = models.CharField(max_length=120)
     title = models.CharField(max_length=300)
     version = models.CharField(max_length=40)

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import F, QuerySet
 from pgvector.django import CosineDistance
 
@@ -100,21 +100,22 @@ def keyword_query(text: str) -> SearchQuery | None:
 def _dense_candidates(
     vector: list[float], cancer_type: str | None, kinds: Iterable[str] | None, limit: int
 ) -> dict[int, float]:
-    with connection.cursor() as cursor:
-        # Filtered HNSW scans keep searching until enough rows pass the filter (pgvector 0.8).
-        cursor.execute("SET hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SET hnsw.ef_search = %s", [max(40, limit)])
-    rows = (
-        _scoped(
-            UnitEmbedding.objects.filter(version__status=VersionStatus.PUBLISHED),
-            "version__",
-            cancer_type,
-            kinds,
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Filtered HNSW scans keep searching until enough rows pass the filter (pgvector 0.8);
+        # SET LOCAL keeps the settings to this transaction, not the pooled connection.
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(max(40, limit))])
+        rows = list(
+            _scoped(
+                UnitEmbedding.objects.filter(version__status=VersionStatus.PUBLISHED),
+                "version__",
+                cancer_type,
+                kinds,
+            )
+            .annotate(distance=CosineDistance("embedding", vector))
+            .order_by("distance")
+            .values_list("version_id", "distance")[:limit]
         )
-        .annotate(distance=CosineDistance("embedding", vector))
-        .order_by("distance")
-        .values_list("version_id", "distance")[:limit]
-    )
     return {version_id: 1.0 - float(distance) for version_id, distance in rows}
 
 

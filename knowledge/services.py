@@ -186,6 +186,12 @@ def version_submit(*, actor: Any, version: UnitVersion) -> UnitVersion:
     version = _locked(version)
     if version.status != VersionStatus.DRAFT:
         raise KnowledgeError(WRONG_STATUS.format(status=version.status, action="sent to review"))
+    if (
+        actor is not None
+        and version.author_id not in (None, actor.pk)
+        and not has_role(actor, Role.ADMIN)
+    ):
+        raise KnowledgeError("Only the author (or an administrator) sends a draft to review.")
     version.status = VersionStatus.IN_REVIEW
     version.submitted_at = timezone.now()
     version.save(update_fields=["status", "submitted_at"])
@@ -253,6 +259,8 @@ def version_publish(*, actor: Any, version: UnitVersion, hotfix_reason: str = ""
 @transaction.atomic
 def version_retire(*, actor: Any, version: UnitVersion, reason: str) -> UnitVersion:
     _require_curator(actor)
+    if not reason.strip():
+        raise KnowledgeError("Retiring a unit needs a reason.")
     version = _locked(version)
     if version.status != VersionStatus.PUBLISHED:
         raise KnowledgeError(WRONG_STATUS.format(status=version.status, action="retired"))
@@ -403,7 +411,8 @@ def bundle_export(*, status: str = VersionStatus.PUBLISHED) -> dict[str, Any]:
         .select_related("unit", "source")
         .order_by("unit__key")
     )
-    sources = {v.source.key: v.source for v in versions}
+    # Every source, cited or not, so that an export re-imports to the same knowledge base.
+    sources = {s.key: s for s in GuidelineSource.objects.all()}
     return {
         "format": FORMAT_ID,
         "sources": [

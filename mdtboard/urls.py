@@ -12,6 +12,7 @@ admin.site.login = secure_admin_login(admin.site.login)  # type: ignore[method-a
 urlpatterns = [
     path("", include("mdtboard.core.urls")),
     path("", include("consult.urls")),
+    path("kb/", include("knowledge.urls")),
     path("accounts/", include("mdtboard.accounts.urls")),
     path("accounts/", include("allauth.urls")),
     path("admin/", admin.site.urls),
