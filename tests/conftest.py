@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.stack import REPO, Proc, start_daphne, start_worker
+from tests.stack import REPO, WorkerHandle, start_daphne
 
 SCREENSHOT_DIR = REPO / "var" / "screenshots"
 
@@ -109,11 +109,48 @@ def _test_database_name() -> str:
     return str(settings.DATABASES["default"]["NAME"])
 
 
+class _Switch:
+    """The session stub's responder; a test swaps in its own and the fixture restores it."""
+
+    def __init__(self) -> None:
+        from tests.consult.llm_responder import clinical_responder
+
+        self.default = clinical_responder()
+        self.responder = self.default
+
+    def __call__(self, request: Any) -> Any:
+        return self.responder(request)
+
+
 @pytest.fixture(scope="session")
-def celery_worker_proc(django_db_setup: None, django_db_blocker: Any) -> Iterator[Proc]:
-    proc = start_worker(_test_database_name())
-    yield proc
-    proc.stop()
+def llm_stub() -> Iterator[Any]:
+    """One OpenAI-compatible stub on loopback for the whole session: the worker is started
+    pointing at it, so LLM-mode consultations run through real HTTP and the real SDK."""
+    from tests.llm_stub import StubLLM
+
+    switch = _Switch()
+    stub = StubLLM(switch).start()
+    stub.switch = switch  # type: ignore[attr-defined]
+    yield stub
+    stub.stop()
+
+
+@pytest.fixture
+def llm_env(llm_stub: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """LLM mode in this process too (the worker has it from the start)."""
+    for key, value in llm_stub.env().items():
+        monkeypatch.setenv(key, value)
+    yield llm_stub
+    llm_stub.switch.responder = llm_stub.switch.default
+
+
+@pytest.fixture(scope="session")
+def celery_worker_proc(
+    django_db_setup: None, django_db_blocker: Any, llm_stub: Any
+) -> Iterator[WorkerHandle]:
+    handle = WorkerHandle(_test_database_name(), llm_stub.env())
+    yield handle
+    handle.stop()
 
 
 @pytest.fixture(scope="session")
@@ -136,7 +173,9 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API keeps an event loop running in this thread while it is
+# open, which would break asyncio in every test that runs after it.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 

@@ -28,9 +28,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def child_env(test_database: str) -> dict[str, str]:
+def child_env(test_database: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     return {
         **os.environ,
+        **(extra or {}),
         "DJANGO_SETTINGS_MODULE": "mdtboard.settings.test",
         "MDTBOARD_TEST_DATABASE_NAME": test_database,
         "PYTHONUNBUFFERED": "1",
@@ -97,7 +98,7 @@ def start_daphne(test_database: str, port: int | None = None) -> tuple[Proc, str
         time.sleep(0.2)
 
 
-def start_worker(test_database: str) -> Proc:
+def start_worker(test_database: str, extra_env: dict[str, str] | None = None) -> Proc:
     from mdtboard.celery import app
 
     proc = _spawn(
@@ -118,7 +119,7 @@ def start_worker(test_database: str) -> Proc:
             "--without-gossip",
             "--without-mingle",
         ],
-        child_env(test_database),
+        child_env(test_database, extra_env),
     )
     deadline = time.monotonic() + 60
     while not app.control.ping(
@@ -137,6 +138,32 @@ def in_thread(fn: Callable[..., T], /, **kwargs: Any) -> T:
     once Playwright has started, this thread has a running event loop."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(fn, **kwargs).result(timeout=30)
+
+
+class WorkerHandle:
+    """The test session's Celery worker, which a test may kill (SIGKILL, as a crash) and
+    start again."""
+
+    def __init__(self, test_database: str, extra_env: dict[str, str]) -> None:
+        self.test_database = test_database
+        self.extra_env = extra_env
+        self.proc = start_worker(test_database, extra_env)
+
+    @property
+    def log(self) -> Path:
+        return self.proc.log
+
+    def kill(self) -> None:
+        self.proc.popen.kill()
+        self.proc.popen.wait()
+
+    def restart(self) -> None:
+        if self.proc.popen.poll() is None:
+            self.proc.stop()
+        self.proc = start_worker(self.test_database, self.extra_env)
+
+    def stop(self) -> None:
+        self.proc.stop()
 
 
 @contextmanager

@@ -106,7 +106,7 @@ class LLMProvider:
                 schema=schema,
                 on_delta=on_delta,
             )
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failed turn falls back, and says why
             logger.warning("llm turn failed for %s: %s", role, type(exc).__name__)
             return (
                 None,

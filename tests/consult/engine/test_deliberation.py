@@ -3,12 +3,12 @@ grounding, fallbacks and resumption."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from consult.engine.aio import run_coroutine
 from consult.engine.deliberation import EngineConfig
 from consult.engine.protocols import MemoryStore, StepResult
 from consult.engine.providers import LLMProvider
@@ -34,7 +34,7 @@ def test_guideline_engine_is_concordant_on_public_case(path: Path, retriever: An
     # given an evaluation case
     case, expected = load_case(path)
     # when the guideline engine deliberates on it
-    plan = asyncio.run(deliberation(case, retriever=retriever).run())
+    plan = run_coroutine(lambda: deliberation(case, retriever=retriever).run())
     # then every expectation of the file holds, and every cited unit carries provenance
     assert concordance_failures(plan.model_dump(mode="json"), expected) == []
     assert plan.evidence
@@ -44,7 +44,7 @@ def test_guideline_engine_is_concordant_on_public_case(path: Path, retriever: An
 
 def test_safety_flags_name_their_reason_and_unit(retriever: Any) -> None:
     case, _ = load_case(PUBLIC_CASES / "pub-hcc-03.json")
-    plan = asyncio.run(deliberation(case, retriever=retriever).run())
+    plan = run_coroutine(lambda: deliberation(case, retriever=retriever).run())
     varices = [f for f in plan.safety.flags if "varice" in f.text.lower()]
     assert varices
     assert all(f.evidence and f.evidence[0].startswith("hcc.") for f in varices)
@@ -57,7 +57,7 @@ def test_safety_flags_name_their_reason_and_unit(retriever: Any) -> None:
 
 def test_missing_inputs_make_gates_unknown_and_ask_for_the_data(retriever: Any) -> None:
     case, _ = load_case(PUBLIC_CASES / "pub-hcc-03.json")
-    plan = asyncio.run(deliberation(case, retriever=retriever).run())
+    plan = run_coroutine(lambda: deliberation(case, retriever=retriever).run())
     unknown = [g for g in plan.safety.gates if g.status == "unknown"]
     assert unknown
     assert all(g.needs for g in unknown)
@@ -71,7 +71,7 @@ def test_contraindicated_drug_is_removed_by_the_gate_with_a_conflict_record(
     # transplant (the seed's common contraindication)
     case, _ = load_case(PUBLIC_CASES / "pub-lung-02.json")
     case["diagnosis"]["transplant_history"] = "kidney"
-    plan = asyncio.run(deliberation(case, retriever=retriever).run())
+    plan = run_coroutine(lambda: deliberation(case, retriever=retriever).run())
     agents = " ".join(a for c in plan.recommendation.components for a in c.agents).lower()
     assert "pembrolizumab" not in agents
     removed = [r for r in plan.rejected_options if "pembrolizumab" in r.option.lower()]
@@ -83,7 +83,7 @@ def test_contraindicated_drug_is_removed_by_the_gate_with_a_conflict_record(
 def test_resumed_run_redoes_no_step_and_gives_the_same_plan(retriever: Any) -> None:
     case, _ = load_case(PUBLIC_CASES / "pub-breast-01.json")
     full = MemoryStore()
-    expected_plan = asyncio.run(deliberation(case, retriever=retriever, store=full).run())
+    expected_plan = run_coroutine(lambda: deliberation(case, retriever=retriever, store=full).run())
 
     # given a store that holds only the first half of the steps (a worker died there)
     class Resumable(MemoryStore):
@@ -99,7 +99,7 @@ def test_resumed_run_redoes_no_step_and_gives_the_same_plan(retriever: Any) -> N
     for key in keys[: len(keys) // 2]:
         partial.steps[key] = full.steps[key]
     # when the run is resumed
-    plan = asyncio.run(deliberation(case, retriever=retriever, store=partial).run())
+    plan = run_coroutine(lambda: deliberation(case, retriever=retriever, store=partial).run())
     # then only the missing steps ran, and the plan is the same
     assert partial.commits == keys[len(keys) // 2 :]
     assert plan.model_dump() == expected_plan.model_dump()
@@ -112,7 +112,7 @@ def test_cancel_stops_between_steps(retriever: Any) -> None:
     store = MemoryStore()
     store.cancel = True
     with pytest.raises(Cancelled):
-        asyncio.run(deliberation(case, retriever=retriever, store=store).run())
+        run_coroutine(lambda: deliberation(case, retriever=retriever, store=store).run())
     assert store.steps == {}
 
 
@@ -180,8 +180,10 @@ def test_llm_disagreement_leads_to_a_second_round_with_residual_context(retrieve
     case, _ = load_case(PUBLIC_CASES / "pub-lung-01.json")
     llm = ScriptedLLM(_llm_answers(disagree_rounds=1))
     store = MemoryStore()
-    plan = asyncio.run(
-        deliberation(case, retriever=retriever, store=store, provider=LLMProvider(llm)).run()
+    plan = run_coroutine(
+        lambda: deliberation(
+            case, retriever=retriever, store=store, provider=LLMProvider(llm)
+        ).run()
     )
     assert plan.rounds == 2
     assert plan.engine == "llm:scripted-model"
@@ -194,8 +196,10 @@ def test_llm_citation_of_an_unretrieved_unit_is_marked_ungrounded(retriever: Any
     case, _ = load_case(PUBLIC_CASES / "pub-lung-01.json")
     llm = ScriptedLLM(_llm_answers(cite="made.up-unit"))
     store = MemoryStore()
-    asyncio.run(
-        deliberation(case, retriever=retriever, store=store, provider=LLMProvider(llm)).run()
+    run_coroutine(
+        lambda: deliberation(
+            case, retriever=retriever, store=store, provider=LLMProvider(llm)
+        ).run()
     )
     grounding = [e for e in store.events if e.kind == "grounding"]
     assert grounding
@@ -215,7 +219,9 @@ def test_llm_proposing_a_contraindicated_drug_is_overruled_by_the_gate(retriever
             }
         )
     )
-    plan = asyncio.run(deliberation(case, retriever=retriever, provider=LLMProvider(llm)).run())
+    plan = run_coroutine(
+        lambda: deliberation(case, retriever=retriever, provider=LLMProvider(llm)).run()
+    )
     assert all(
         "pembrolizumab" not in " ".join(c.agents).lower() for c in plan.recommendation.components
     )
@@ -228,8 +234,10 @@ def test_llm_turn_that_fails_falls_back_to_the_guideline_engine_and_says_so(
     case, _ = load_case(PUBLIC_CASES / "pub-lung-01.json")
     llm = ScriptedLLM(_llm_answers(invalid_roles=("treatment",)))
     store = MemoryStore()
-    plan = asyncio.run(
-        deliberation(case, retriever=retriever, store=store, provider=LLMProvider(llm)).run()
+    plan = run_coroutine(
+        lambda: deliberation(
+            case, retriever=retriever, store=store, provider=LLMProvider(llm)
+        ).run()
     )
     messages = [e for e in store.events if e.kind == "message" and e.role == "treatment"]
     assert "guideline engine answered" in messages[0].payload["fallback"]

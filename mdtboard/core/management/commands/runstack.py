@@ -32,9 +32,7 @@ class Command(BaseCommand):
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"]}
         # In a child process: embedding loads a ~500 MB model that this long-lived parent
         # should not keep in memory.
-        subprocess.run(
-            [sys.executable, "manage.py", "load_kb_seed"], env=env, check=True
-        )
+        subprocess.run([sys.executable, "manage.py", "load_kb_seed"], env=env, check=True)
         host, port = options["host"], options["port"]
         children = [
             subprocess.Popen(  # noqa: S603 - fixed argv: this interpreter and our modules

@@ -1,0 +1,466 @@
+"""Consultations: start, run (wiring the pure engine to the database, the LLM and the
+broadcasts), cancel, and recover runs whose worker died."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import socket
+from dataclasses import asdict
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import connections, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from consult import broadcasts
+from consult.engine import prompting
+from consult.engine.aio import run_coroutine
+from consult.engine.deliberation import Cancelled, Deliberation, EngineConfig
+from consult.engine.protocols import EngineEvent, StepResult
+from consult.engine.providers import GuidelineProvider, LLMProvider
+from consult.models import (
+    AgentMessage,
+    Conflict,
+    Consultation,
+    ConsultationEvent,
+    ConsultationStatus,
+    DossierStatus,
+    EngineChoice,
+    EvidenceNode,
+    LesionDossier,
+    Plan,
+    Round,
+)
+from consult.retrieval import DbRetriever
+from knowledge.applicability import case_facts
+from knowledge.calculators import derive_all, staging_summary
+from mdtboard.audit.services import audit_record
+
+logger = logging.getLogger(__name__)
+
+LEASE = timedelta(seconds=30)
+
+
+class ConsultationError(Exception):
+    pass
+
+
+NOT_SUBMITTED = "Submit the dossier first: a consultation deliberates on a frozen snapshot."
+NO_LLM = "No LLM endpoint is configured (OPENAI_BASE_URL, OPENAI_MODEL); use the guideline engine."
+ALREADY_FINISHED = "This consultation has already finished."
+NOT_YOURS = "Only the clinician who started the consultation (or an administrator) can cancel it."
+
+
+def _worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def llm_settings() -> Any:
+    from consult.llm import LLMSettings
+
+    return LLMSettings.from_env()
+
+
+@transaction.atomic
+def consultation_start(
+    *,
+    actor: Any,
+    dossier: LesionDossier,
+    engine: str = EngineChoice.GUIDELINE,
+    max_rounds: int = 3,
+    enqueue: bool = True,
+) -> Consultation:
+    """Queue a deliberation on the dossier's latest submitted snapshot."""
+    dossier = LesionDossier.objects.get(pk=dossier.pk)  # the status as saved, not as passed
+    snapshot = dossier.snapshots.order_by("-number").first()
+    if dossier.status != DossierStatus.SUBMITTED or snapshot is None:
+        raise ConsultationError(NOT_SUBMITTED)
+    if engine == EngineChoice.LLM and llm_settings() is None:
+        raise ConsultationError(NO_LLM)
+    config = EngineConfig(max_rounds=max_rounds)  # validates the limits
+    consultation = Consultation.objects.create(
+        snapshot=snapshot,
+        dossier=dossier,
+        engine=engine,
+        created_by=actor,
+        config={
+            "max_rounds": config.max_rounds,
+            "agreement": config.agreement,
+            "wall_clock_s": config.wall_clock_s,
+        },
+        prompt_versions=prompting.versions(),
+    )
+    audit_record(
+        action="consultation.start",
+        actor=actor,
+        obj=consultation,
+        payload={
+            "dossier": dossier.pk,
+            "snapshot": snapshot.pk,
+            "engine": engine,
+            "snapshot_hash": snapshot.content_hash,
+        },
+    )
+    if enqueue:
+        from consult.tasks import consultation_run as task
+
+        transaction.on_commit(lambda: task.delay(consultation.pk))
+    return consultation
+
+
+@transaction.atomic
+def consultation_cancel(*, actor: Any, consultation: Consultation) -> Consultation:
+    consultation = Consultation.objects.select_for_update().get(pk=consultation.pk)
+    if consultation.is_finished:
+        raise ConsultationError(ALREADY_FINISHED)
+    if consultation.created_by_id != actor.pk and not actor.is_superuser:
+        raise ConsultationError(NOT_YOURS)
+    consultation.cancel_requested = True
+    fields = ["cancel_requested"]
+    if consultation.status == ConsultationStatus.QUEUED:
+        # Nobody is running it: stop it here.
+        consultation.status = ConsultationStatus.CANCELLED
+        consultation.finished_at = timezone.now()
+        fields += ["status", "finished_at"]
+        _append_events(consultation, [EngineEvent("cancelled", {"by": actor.pk})])
+    consultation.save(update_fields=fields)
+    audit_record(action="consultation.cancel", actor=actor, obj=consultation)
+    return consultation
+
+
+# --- the step store: persistence + broadcast ---------------------------------------------------
+
+
+def _append_events(
+    consultation: Consultation, events: list[EngineEvent], message: AgentMessage | None = None
+) -> list[ConsultationEvent]:
+    """Give events the next sequence numbers (caller holds the consultation row lock)."""
+    rows = []
+    for event in events:
+        consultation.last_seq += 1
+        rows.append(
+            ConsultationEvent(
+                consultation=consultation,
+                seq=consultation.last_seq,
+                kind=event.kind,
+                role=event.role,
+                round=event.round,
+                payload=event.payload,
+                message=message,
+            )
+        )
+    ConsultationEvent.objects.bulk_create(rows)
+    Consultation.objects.filter(pk=consultation.pk).update(last_seq=consultation.last_seq)
+    ids = [(consultation.pk, row.seq) for row in rows]
+    transaction.on_commit(lambda: broadcasts.board_events(event_keys=ids))
+    return rows
+
+
+def _kind_of(key: str) -> tuple[int, str, str]:
+    parts = key.split(".")
+    if parts[0].startswith("r") and parts[0][1:].isdigit():
+        round_no = int(parts[0][1:])
+        kind = parts[1]
+        role = (
+            parts[2]
+            if len(parts) > 2
+            else ("coordinator" if kind in ("synthesis", "consensus") else "")
+        )
+        return round_no, kind, role
+    return 0, parts[0], parts[1] if len(parts) > 1 else ""
+
+
+def _derived_rows(consultation: Consultation, events: list[EngineEvent]) -> None:
+    """The queryable records behind the events: evidence tree, rounds, conflicts."""
+    nodes = [e for e in events if e.kind == "evidence.node"]
+    EvidenceNode.objects.bulk_create(
+        [
+            EvidenceNode(
+                consultation=consultation,
+                node_id=n.payload["id"],
+                parent_node_id=n.payload.get("parent", ""),
+                kind=n.payload["kind"],
+                text=n.payload["text"][:5000],
+                refs=n.payload.get("refs", []),
+                author_role=n.payload.get("author", n.role),
+                round=n.round,
+                status=n.payload.get("status", "proposed"),
+            )
+            for n in nodes
+        ],
+        ignore_conflicts=True,
+    )
+    for event in events:
+        if event.kind == "residual":
+            Round.objects.update_or_create(
+                consultation=consultation, number=event.round, defaults={"residual": event.payload}
+            )
+        elif event.kind == "consensus":
+            Round.objects.update_or_create(
+                consultation=consultation,
+                number=event.round,
+                defaults={
+                    "agreement": event.payload["agreement"],
+                    "stopped": event.payload["stop"],
+                },
+            )
+        elif event.kind == "conflict":
+            Conflict.objects.create(
+                consultation=consultation,
+                round=event.round,
+                between=event.payload["between"],
+                kind=event.payload["kind"],
+                score=event.payload["score"],
+                resolution=event.payload["resolution"],
+            )
+
+
+class DbStepStore:
+    """Implements the engine's StepStore: one AgentMessage per completed step, its events
+    numbered and saved in the same transaction, broadcast after commit."""
+
+    def __init__(self, consultation_id: int) -> None:
+        self.consultation_id = consultation_id
+
+    def _load(self, key: str) -> dict[str, Any] | None:
+        message = AgentMessage.objects.filter(
+            consultation_id=self.consultation_id, step_key=key
+        ).first()
+        return message.payload if message else None
+
+    def _commit(self, key: str, step: StepResult) -> None:
+        with transaction.atomic():
+            consultation = Consultation.objects.select_for_update().get(pk=self.consultation_id)
+            if AgentMessage.objects.filter(consultation=consultation, step_key=key).exists():
+                return  # already committed by an earlier attempt: never twice
+            round_no, kind, role = _kind_of(key)
+            usage = step.usage
+            report = step.result.get("report") or {}
+            message = AgentMessage.objects.create(
+                consultation=consultation,
+                step_key=key,
+                round=round_no,
+                role=role,
+                kind=kind,
+                payload=step.result,
+                confidence=report.get("confidence"),
+                evidence_refs=sorted(
+                    {ref for claim in report.get("claims", []) for ref in claim.get("evidence", [])}
+                ),
+                tokens_prompt=usage.prompt_tokens if usage else 0,
+                tokens_completion=usage.completion_tokens if usage else 0,
+                latency_ms=usage.latency_ms if usage else 0,
+                cost_usd=Decimal(str(round(usage.cost_usd, 4))) if usage else Decimal(0),
+                model_name=usage.model if usage else "",
+                fallback=step.fallback[:300],
+            )
+            _append_events(consultation, step.events, message)
+            _derived_rows(consultation, step.events)
+            Consultation.objects.filter(pk=consultation.pk).update(
+                lease_until=timezone.now() + LEASE,
+                tokens_prompt=F("tokens_prompt") + message.tokens_prompt,
+                tokens_completion=F("tokens_completion") + message.tokens_completion,
+                cost_usd=F("cost_usd") + message.cost_usd,
+            )
+
+    def _cancelled(self) -> bool:
+        return bool(
+            Consultation.objects.filter(pk=self.consultation_id)
+            .values_list("cancel_requested", flat=True)
+            .first()
+        )
+
+    async def load(self, key: str) -> dict[str, Any] | None:
+        return await sync_to_async(self._load)(key)
+
+    async def commit(self, key: str, step: StepResult) -> None:
+        await sync_to_async(self._commit)(key, step)
+
+    async def delta(self, *, role: str, round: int, text: str) -> None:
+        await sync_to_async(broadcasts.board_delta)(
+            consultation_id=self.consultation_id, role=role, round=round, text=text
+        )
+
+    async def cancelled(self) -> bool:
+        return await sync_to_async(self._cancelled)()
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+def _claim(consultation_id: int) -> Consultation | None:
+    """Take the run's lease, unless it finished or another live worker holds it."""
+    with transaction.atomic():
+        consultation = Consultation.objects.select_for_update().get(pk=consultation_id)
+        now = timezone.now()
+        if consultation.is_finished:
+            return None
+        held = (
+            consultation.lease_owner
+            and consultation.lease_until
+            and consultation.lease_until > now
+            and consultation.lease_owner != _worker_id()
+            and not _owner_dead(consultation.lease_owner)
+        )
+        if held:
+            return None
+        resumed = consultation.status == ConsultationStatus.RUNNING
+        consultation.status = ConsultationStatus.RUNNING
+        consultation.started_at = consultation.started_at or now
+        consultation.lease_owner = _worker_id()
+        consultation.lease_until = now + LEASE
+        consultation.save(update_fields=["status", "started_at", "lease_owner", "lease_until"])
+        _append_events(
+            consultation, [EngineEvent("status", {"status": "running", "resumed": resumed})]
+        )
+        return consultation
+
+
+def _owner_dead(owner: str) -> bool:
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False  # another machine: only the lease's expiry can tell
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _finish(
+    consultation_id: int,
+    status: str,
+    *,
+    error: str = "",
+    plan: dict[str, Any] | None = None,
+    kb_versions: list[int] | None = None,
+) -> None:
+    with transaction.atomic():
+        consultation = Consultation.objects.select_for_update().get(pk=consultation_id)
+        if consultation.is_finished:
+            return
+        if plan is not None:
+            digest = hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()
+            Plan.objects.create(consultation=consultation, payload=plan, content_hash=digest)
+        consultation.status = status
+        consultation.finished_at = timezone.now()
+        consultation.error = error[:500]
+        consultation.lease_owner = ""
+        consultation.lease_until = None
+        if kb_versions is not None:
+            consultation.kb_versions = sorted(kb_versions)
+        consultation.save()
+        _append_events(consultation, [EngineEvent("status", {"status": status, "error": error})])
+        audit_record(
+            action=f"consultation.{status}",
+            obj=consultation,
+            payload={"plan_hash": consultation.plan.content_hash if plan else None},
+        )
+    broadcasts.user_notify(
+        user_id=consultation.created_by_id,
+        level="success" if status == "completed" else "warning",
+        text=f"Consultation on {consultation.dossier.case_id}: {status}.",
+    )
+
+
+def consultation_run(*, consultation_id: int) -> str:
+    """Run (or resume) a consultation to its end. Safe to call twice: a finished run is left
+    alone, and completed steps are read back rather than redone."""
+    consultation = _claim(consultation_id)
+    if consultation is None:
+        return "skipped"
+    case = consultation.snapshot.data
+    retriever = DbRetriever()
+    provider: GuidelineProvider | LLMProvider = GuidelineProvider()
+    llm = None
+    if consultation.engine == EngineChoice.LLM:
+        settings = llm_settings()
+        if settings is None:
+            _finish(consultation_id, ConsultationStatus.FAILED, error=NO_LLM)
+            return "failed"
+        from consult.llm import Budget, LLMClient
+
+        llm = LLMClient(
+            settings, Budget(tokens=settings.token_budget, cost_usd=settings.cost_budget_usd)
+        )
+        provider = LLMProvider(llm)
+    config = EngineConfig(**consultation.config)
+    Consultation.objects.filter(pk=consultation_id).update(engine_label=provider.name)
+    deliberation = Deliberation(
+        case=case,
+        facts=case_facts(case),
+        staging=staging_summary(derive_all(case)),
+        retriever=retriever,
+        store=DbStepStore(consultation_id),
+        provider=provider,
+        config=config,
+    )
+
+    async def run() -> Any:
+        try:
+            return await deliberation.run()
+        finally:
+            if llm is not None:
+                await llm.aclose()
+            # The step store's queries ran on asgiref's worker thread: close its connection.
+            await sync_to_async(connections.close_all)()
+
+    try:
+        plan = run_coroutine(run)
+    except Cancelled:
+        _finish(consultation_id, ConsultationStatus.CANCELLED)
+        return "cancelled"
+    except Exception as exc:
+        # The error's type only: messages may quote clinical data.
+        logger.exception("consultation %s failed", consultation_id)
+        _finish(consultation_id, ConsultationStatus.FAILED, error=type(exc).__name__)
+        return "failed"
+    used = set(retriever.used_version_ids)
+    _finish(
+        consultation_id,
+        ConsultationStatus.COMPLETED,
+        plan=plan.model_dump(mode="json"),
+        kb_versions=list(used),
+    )
+    return "completed"
+
+
+def consultations_recover() -> list[int]:
+    """Requeue runs whose worker died (called when a worker starts)."""
+    from consult.tasks import consultation_run as task
+
+    now = timezone.now()
+    stale = []
+    for consultation in Consultation.objects.filter(status=ConsultationStatus.RUNNING):
+        if (
+            consultation.lease_until is None
+            or consultation.lease_until < now
+            or _owner_dead(consultation.lease_owner)
+        ):
+            stale.append(consultation.pk)
+            task.delay(consultation.pk)
+    for pk in Consultation.objects.filter(
+        status=ConsultationStatus.QUEUED, created_at__lt=now - timedelta(minutes=2)
+    ).values_list("pk", flat=True):
+        stale.append(pk)
+        task.delay(pk)
+    return stale
+
+
+def usage_summary(consultation: Consultation) -> dict[str, Any]:
+    return {
+        "tokens_prompt": consultation.tokens_prompt,
+        "tokens_completion": consultation.tokens_completion,
+        "cost_usd": float(consultation.cost_usd),
+    }
+
+
+__all__ = ["asdict"]

@@ -1,0 +1,253 @@
+"""Consultations on the real database: persistence, sequence, immutability, LLM mode over
+HTTP, cancel, the CLI, and a worker killed mid-run."""
+
+from __future__ import annotations
+
+import json
+import time
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.db import DatabaseError, transaction
+
+from consult.models import (
+    AgentMessage,
+    Consultation,
+    ConsultationEvent,
+    ConsultationStatus,
+    EvidenceNode,
+    Plan,
+    Round,
+)
+from consult.services.consultations import (
+    ConsultationError,
+    consultation_cancel,
+    consultation_run,
+    consultation_start,
+)
+from consult.services.dossiers import case_import, dossier_submit
+from knowledge.services import bundle_import, bundle_parse
+from mdtboard.audit.models import AuditEvent
+from tests.llm_stub import StubReply
+from tests.paths import PUBLIC_CASES, REPO
+
+SEED = REPO / "knowledge" / "seed"
+
+
+def load_seed() -> None:
+    """The shipped knowledge base, published (without embeddings: the guideline engine needs
+    only applicability, and keyword retrieval still ranks)."""
+    raw = b"\n---\n".join(p.read_bytes() for p in sorted(SEED.glob("*.yaml")))
+    bundle, errors = bundle_parse(raw, filename="seed.yaml")
+    assert bundle is not None, errors
+    bundle_import(actor=None, bundle=bundle, publish=True, reason="test seed")
+
+
+def submitted(clinician: Any, team: Any, name: str) -> Any:
+    path = PUBLIC_CASES / name
+    result = case_import(actor=clinician, team=team, raw=path.read_bytes(), filename=path.name)
+    assert result.dossier is not None, result.errors
+    dossier_submit(actor=clinician, dossier=result.dossier)
+    return result.dossier
+
+
+def assert_unbroken(consultation: Consultation) -> None:
+    seqs = list(
+        ConsultationEvent.objects.filter(consultation=consultation).values_list("seq", flat=True)
+    )
+    assert seqs == list(range(1, len(seqs) + 1))
+    keys = list(
+        AgentMessage.objects.filter(consultation=consultation).values_list("step_key", flat=True)
+    )
+    assert len(keys) == len(set(keys))
+
+
+# The engine's step store writes from asgiref's worker thread, as in production, so these
+# tests commit (transaction=True) for that thread to see their data.
+@pytest.mark.django_db(transaction=True)
+def test_guideline_consultation_persists_every_step_in_sequence(clinician: Any, team: Any) -> None:
+    load_seed()
+    dossier = submitted(clinician, team, "pub-hcc-03.json")
+    consultation = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+    # when it runs
+    assert consultation_run(consultation_id=consultation.pk) == "completed"
+    consultation.refresh_from_db()
+    # then the plan is stored, hashed, with the staging the calculators derive
+    assert consultation.status == ConsultationStatus.COMPLETED
+    plan = consultation.plan
+    assert plan.payload["format"] == "mdtboard.plan/1"
+    assert plan.payload["staging"]["bclc"] == "C"
+    assert len(plan.content_hash) == 64
+    # every event persisted with an unbroken sequence, one message per step
+    assert_unbroken(consultation)
+    kinds = set(
+        ConsultationEvent.objects.filter(consultation=consultation).values_list("kind", flat=True)
+    )
+    assert {
+        "intake",
+        "triage",
+        "retrieval",
+        "message",
+        "critique",
+        "residual",
+        "vote",
+        "consensus",
+        "gate",
+        "review",
+        "plan",
+        "status",
+    } <= kinds
+    assert EvidenceNode.objects.filter(consultation=consultation, kind="evidence").exists()
+    assert Round.objects.filter(consultation=consultation, number=1, stopped=True).exists()
+    # and the versions used are recorded
+    assert consultation.kb_versions
+    assert "treatment" in consultation.prompt_versions
+    assert AuditEvent.objects.filter(
+        action="consultation.completed", object_id=str(consultation.pk)
+    ).exists()
+    # running it again changes nothing
+    assert consultation_run(consultation_id=consultation.pk) == "skipped"
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        Plan.objects.filter(pk=plan.pk).update(payload={})
+
+
+@pytest.mark.django_db
+def test_consultation_needs_a_submitted_dossier(clinician: Any, team: Any) -> None:
+    path = PUBLIC_CASES / "pub-lung-03.json"
+    dossier = case_import(
+        actor=clinician, team=team, raw=path.read_bytes(), filename=path.name
+    ).dossier
+    with pytest.raises(ConsultationError, match="Submit the dossier first"):
+        consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancelled_consultation_stops_and_says_so(
+    clinician: Any, colleague: Any, team: Any
+) -> None:
+    load_seed()
+    dossier = submitted(clinician, team, "pub-lung-01.json")
+    consultation = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+    with pytest.raises(ConsultationError, match="Only the clinician who started"):
+        consultation_cancel(actor=colleague, consultation=consultation)
+    consultation_cancel(actor=clinician, consultation=consultation)
+    consultation.refresh_from_db()
+    assert consultation.status == ConsultationStatus.CANCELLED
+    assert consultation_run(consultation_id=consultation.pk) == "skipped"
+    assert ConsultationEvent.objects.filter(consultation=consultation, kind="cancelled").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_llm_consultation_runs_the_protocol_against_the_stub_over_http(
+    clinician: Any, team: Any, llm_env: Any
+) -> None:
+    load_seed()
+    # given the safety member disagrees in round 1
+    from tests.consult.llm_responder import clinical_responder
+
+    llm_env.switch.responder = clinical_responder(
+        vote=lambda role, r: not (role == "safety" and r == 1)
+    )
+    dossier = submitted(clinician, team, "pub-lung-01.json")
+    consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm", enqueue=False)
+    assert consultation_run(consultation_id=consultation.pk) == "completed"
+    consultation.refresh_from_db()
+    plan = consultation.plan.payload
+    # then a second round ran with the residual context, and the plan came from the LLM turns
+    assert plan["engine"] == "llm:stub-model"
+    assert plan["rounds"] == 2
+    assert Round.objects.filter(consultation=consultation).count() == 2
+    assert "osimertinib" in json.dumps(plan["recommendation"]).lower()
+    messages = AgentMessage.objects.filter(consultation=consultation, kind="report")
+    assert messages.exists()
+    assert all(m.tokens_prompt > 0 and m.model_name == "stub-model" for m in messages)
+    assert consultation.tokens_prompt > 0
+    assert_unbroken(consultation)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_llm_reply_invalid_twice_falls_back_to_the_guideline_engine(
+    clinician: Any, team: Any, llm_env: Any
+) -> None:
+    load_seed()
+    default = llm_env.switch.default
+
+    def respond(request: Any) -> Any:
+        if request.role == "treatment":
+            return StubReply(content="this is not JSON")
+        return default(request)
+
+    llm_env.switch.responder = respond
+    dossier = submitted(clinician, team, "pub-lung-01.json")
+    consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm", enqueue=False)
+    consultation_run(consultation_id=consultation.pk)
+    treatment = AgentMessage.objects.get(consultation=consultation, step_key="r1.report.treatment")
+    assert "LLMInvalidOutput" in treatment.fallback
+    assert (
+        "osimertinib"
+        in json.dumps(
+            Consultation.objects.get(pk=consultation.pk).plan.payload["recommendation"]
+        ).lower()
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runcase_prints_the_plan_as_json(capsys: Any) -> None:
+    load_seed()
+    out = StringIO()
+    call_command("runcase", str(PUBLIC_CASES / "pub-lymph-02.json"), "--format", "json", stdout=out)
+    plan = json.loads(out.getvalue())
+    assert plan["format"] == "mdtboard.plan/1"
+    assert "watch" in json.dumps(plan["recommendation"]).lower()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_evaluate_reports_every_public_case_concordant() -> None:
+    load_seed()
+    out = StringIO()
+    call_command("evaluate", stdout=out)
+    assert "12/12 concordant (guideline engine)" in out.getvalue()
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_worker_killed_mid_consultation_resumes_after_restart(
+    clinician: Any, team: Any, llm_env: Any, celery_worker_proc: Any
+) -> None:
+    load_seed()
+    from tests.consult.llm_responder import clinical_responder
+
+    # given an LLM consultation whose every call takes a while
+    llm_env.switch.responder = clinical_responder(delay_s=0.4)
+    dossier = submitted(clinician, team, "pub-hcc-02.json")
+    consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm")
+    # when the worker is killed after some steps were committed
+    deadline = time.monotonic() + 60
+    while AgentMessage.objects.filter(consultation=consultation).count() < 6:
+        assert time.monotonic() < deadline, "the worker never started the consultation"
+        time.sleep(0.1)
+    celery_worker_proc.kill()
+    done_before = set(
+        AgentMessage.objects.filter(consultation=consultation).values_list("step_key", flat=True)
+    )
+    consultation.refresh_from_db()
+    assert consultation.status == ConsultationStatus.RUNNING
+    # and a worker starts again
+    celery_worker_proc.restart()
+    deadline = time.monotonic() + 120
+    while Consultation.objects.get(pk=consultation.pk).status == ConsultationStatus.RUNNING:
+        assert time.monotonic() < deadline, "the consultation was not resumed"
+        time.sleep(0.2)
+    # then it completed, with an unbroken sequence and no step done twice
+    consultation.refresh_from_db()
+    assert consultation.status == ConsultationStatus.COMPLETED
+    assert_unbroken(consultation)
+    resumed = ConsultationEvent.objects.filter(
+        consultation=consultation, kind="status", payload__resumed=True
+    )
+    assert resumed.exists()
+    assert done_before <= set(
+        AgentMessage.objects.filter(consultation=consultation).values_list("step_key", flat=True)
+    )
