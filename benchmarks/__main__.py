@@ -25,13 +25,16 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from benchmarks import intake, retrieval  # noqa: E402
+from benchmarks import engine, intake, retrieval  # noqa: E402
 
 
 def main() -> None:
     call_command("migrate", interactive=False, verbosity=0)
+    quick = "--quick" in sys.argv
     intake.run()
-    retrieval.run(large="--quick" not in sys.argv)
+    retrieval.run_quality()
+    engine.run(quick=quick)
+    retrieval.run_latency(large=not quick)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from consult.casefile.fields import (
     FieldType,
     fields_in_section,
 )
-from consult.models import DossierStatus
+from consult.models import DossierStatus, EngineChoice
 from mdtboard.accounts.models import Team
 
 PRIOR_ROWS_EXTRA = 2
@@ -154,3 +154,24 @@ class DossierFilterForm(forms.Form):
     updated_to = forms.DateField(
         required=False, label="Updated to", widget=forms.DateInput(attrs={"type": "date"})
     )
+
+
+class ConsultationForm(forms.Form):
+    engine = forms.ChoiceField(choices=EngineChoice.choices, initial=EngineChoice.GUIDELINE)
+    max_rounds = forms.IntegerField(
+        label="Rounds at most",
+        min_value=1,
+        max_value=5,
+        initial=3,
+        help_text="The board stops earlier when all members agree.",
+    )
+
+    def __init__(self, *args: Any, llm_available: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not llm_available:
+            engine = self.fields["engine"]
+            if isinstance(engine, forms.ChoiceField):
+                engine.choices = [(EngineChoice.GUIDELINE, EngineChoice.GUIDELINE.label)]
+            engine.help_text = (
+                "No LLM endpoint is configured; the guideline engine plays every role."
+            )

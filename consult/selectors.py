@@ -9,7 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
 from django.http import Http404
 
-from consult.models import LesionDossier, Patient
+from consult.models import Consultation, ConsultationEvent, LesionDossier, Patient
 from mdtboard.accounts.models import Team
 from mdtboard.accounts.roles import Role, has_role
 
@@ -76,3 +76,50 @@ def team_get(*, user: Any, pk: int) -> Team:
         return teams_for(user=user).get(pk=pk)
     except Team.DoesNotExist as exc:
         raise Http404("No such team") from exc
+
+
+def consultation_get(*, user: Any, pk: int) -> Consultation:
+    """The consultation if the user's teams own its patient (admins see all); 404 otherwise."""
+    _require_clinical_role(user)
+    try:
+        return (
+            Consultation.objects.select_related(
+                "dossier", "dossier__patient", "dossier__patient__team", "snapshot", "created_by"
+            )
+            .filter(dossier__patient__team__in=teams_for(user=user))
+            .get(pk=pk)
+        )
+    except Consultation.DoesNotExist as exc:
+        raise Http404("No such consultation") from exc
+
+
+def consultation_can_watch(*, user: Any, consultation_id: int) -> bool:
+    """The WebSocket's check: the same rule as the board page, without raising."""
+    try:
+        consultation_get(user=user, pk=consultation_id)
+    except (Http404, PermissionDenied):
+        return False
+    return True
+
+
+def consultation_can_cancel(*, user: Any, consultation_id: int) -> bool:
+    """Only the clinician who started it (or an administrator) stops a consultation."""
+    started_by = (
+        Consultation.objects.filter(pk=consultation_id)
+        .values_list("created_by_id", flat=True)
+        .first()
+    )
+    return bool(user.is_superuser or (started_by is not None and started_by == user.pk))
+
+
+def consultation_events(
+    *, consultation: Consultation, after: int = 0, upto: int | None = None
+) -> QuerySet[ConsultationEvent]:
+    events = ConsultationEvent.objects.filter(consultation=consultation, seq__gt=after)
+    if upto is not None:
+        events = events.filter(seq__lte=upto)
+    return events.order_by("seq")
+
+
+def consultations_for_dossier(*, dossier: LesionDossier) -> QuerySet[Consultation]:
+    return dossier.consultations.select_related("created_by").order_by("-created_at")

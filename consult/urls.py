@@ -21,4 +21,11 @@ urlpatterns = [
     path("dossiers/<int:pk>/submit/", views.dossier_submit_view, name="dossier-submit"),
     path("dossiers/<int:pk>/export.json", views.dossier_export_view, name="dossier-export"),
     path("schema/mdtboard.case-1.json", views.case_schema, name="case-schema"),
+    path("dossiers/<int:pk>/consult/", views.consultation_start_view, name="consultation-start"),
+    path("consultations/<int:pk>/", views.consultation_board, name="consultation-board"),
+    path(
+        "consultations/<int:pk>/cancel/", views.consultation_cancel_view, name="consultation-cancel"
+    ),
+    path("consultations/<int:pk>/plan/", views.plan_detail, name="plan-detail"),
+    path("consultations/<int:pk>/plan.json", views.plan_json, name="plan-json"),
 ]

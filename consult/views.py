@@ -9,13 +9,16 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from consult import selectors
+from consult.board import build_board, event_dict
 from consult.casefile.fields import SECTIONS, get_field
 from consult.casefile.schema import SCHEMA_PATH
 from consult.forms import (
+    ConsultationForm,
     DossierFilterForm,
     ImportForm,
     NewDossierForm,
@@ -27,6 +30,12 @@ from consult.forms import (
     to_text,
 )
 from consult.presenters import case_sections
+from consult.services.consultations import (
+    ConsultationError,
+    consultation_cancel,
+    consultation_start,
+    llm_available,
+)
 from consult.services.dossiers import (
     DossierError,
     case_import_upload,
@@ -120,6 +129,8 @@ def dossier_detail(request: AuthedRequest, pk: int) -> HttpResponse:
         "derived": [(key, DERIVED_LABELS.get(key, key), fact) for key, fact in derived.items()],
         "warnings": dossier_warnings(dossier),
         "snapshots": dossier.snapshots.all(),
+        "consultations": selectors.consultations_for_dossier(dossier=dossier),
+        "consultation_form": ConsultationForm(llm_available=llm_available()),
         "section_labels": SECTION_LABELS,
     }
     return render(request, "consult/dossier_detail.html", context)
@@ -289,3 +300,94 @@ def dossier_import(request: AuthedRequest) -> HttpResponse:
 def case_schema(request: HttpRequest) -> FileResponse:
     """The published JSON Schema of mdtboard.case/1, for tools that write case files."""
     return FileResponse(SCHEMA_PATH.open("rb"), content_type="application/schema+json")
+
+
+# --- consultations -------------------------------------------------------------------------
+
+
+@require_POST
+def consultation_start_view(request: AuthedRequest, pk: int) -> HttpResponse:
+    dossier = selectors.dossier_get(user=request.user, pk=pk)
+    form = ConsultationForm(request.POST, llm_available=llm_available())
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, str(error))
+        return redirect("consult:dossier-detail", pk=pk)
+    try:
+        consultation = consultation_start(
+            actor=request.user,
+            dossier=dossier,
+            engine=form.cleaned_data["engine"],
+            max_rounds=form.cleaned_data["max_rounds"],
+        )
+    except ConsultationError as exc:
+        messages.error(request, str(exc))
+        return redirect("consult:dossier-detail", pk=pk)
+    return redirect("consult:consultation-board", pk=consultation.pk)
+
+
+@require_GET
+def consultation_board(request: AuthedRequest, pk: int) -> HttpResponse:
+    consultation = selectors.consultation_get(user=request.user, pk=pk)
+    events = selectors.consultation_events(consultation=consultation)
+    board = build_board(consultation.pk, [event_dict(e) for e in events])
+    board.status = consultation.status  # the row is the authority on queued/running
+    context = {
+        "consultation": consultation,
+        "board": board,
+        "elapsed": _elapsed(consultation),
+        "can_cancel": selectors.consultation_can_cancel(
+            user=request.user, consultation_id=consultation.pk
+        ),
+    }
+    return render(request, "consult/board.html", context)
+
+
+def _elapsed(consultation: Any) -> str:
+    if consultation.started_at is None:
+        return ""
+    end = consultation.finished_at or timezone.now()
+    seconds = int((end - consultation.started_at).total_seconds())
+    return f"{seconds // 60} min {seconds % 60} s"
+
+
+@require_POST
+def consultation_cancel_view(request: AuthedRequest, pk: int) -> HttpResponse:
+    consultation = selectors.consultation_get(user=request.user, pk=pk)
+    try:
+        consultation_cancel(actor=request.user, consultation=consultation)
+    except ConsultationError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.warning(request, "Cancellation requested; the board stops within seconds.")
+    return redirect("consult:consultation-board", pk=pk)
+
+
+@require_GET
+def plan_detail(request: AuthedRequest, pk: int) -> HttpResponse:
+    consultation = selectors.consultation_get(user=request.user, pk=pk)
+    plan = getattr(consultation, "plan", None)
+    if plan is None:
+        raise Http404("This consultation has no plan yet")
+    return render(
+        request,
+        "consult/plan.html",
+        {"consultation": consultation, "plan": plan, "doc": plan.payload},
+    )
+
+
+@require_GET
+def plan_json(request: AuthedRequest, pk: int) -> HttpResponse:
+    consultation = selectors.consultation_get(user=request.user, pk=pk)
+    plan = getattr(consultation, "plan", None)
+    if plan is None:
+        raise Http404("This consultation has no plan yet")
+    response = HttpResponse(
+        json.dumps(plan.payload, indent=2, ensure_ascii=False) + "\n",
+        content_type="application/json; charset=utf-8",
+    )
+    response["Content-Disposition"] = (
+        f'attachment; filename="{consultation.dossier.case_id}-plan-{consultation.pk}.json"'
+    )
+    return response

@@ -27,6 +27,7 @@ version = "units/<kbkey:key>/v<int:number>/"
 
 urlpatterns = [
     path("units/", views.unit_list, name="unit-list"),
+    path("evidence/<int:version_id>/", views.evidence, name="evidence"),
     # Before the unit pages: "new" is a valid key, but this page wins.
     path("units/new/", views.unit_create, name="unit-create"),
     path("units/<kbkey:key>/", views.unit_detail, name="unit-detail"),

@@ -597,3 +597,12 @@ def ingest_draft(request: AuthedRequest) -> HttpResponse:
         return redirect("knowledge:ingest")
     form = UnitForm(initial=candidate_initial(candidate.cleaned_data), sources=_source_choices())
     return _unit_form_page(request, form, None, statement=candidate.cleaned_data)
+
+
+@require_GET
+@role_required(Role.CLINICIAN, Role.CURATOR, Role.ADMIN)
+def evidence(request: AuthedRequest, version_id: int) -> HttpResponse:
+    """One unit version exactly as a consultation cited it, for the clinicians reading the
+    board: guideline content, not patient data, so every clinical role may read it."""
+    version = get_object_or_404(UnitVersion.objects.select_related("unit", "source"), pk=version_id)
+    return render(request, "knowledge/evidence.html", _content_view(version))

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.stack import REPO, WorkerHandle, start_daphne
+from tests.stack import REPO, DaphneHandle, WorkerHandle
 
 SCREENSHOT_DIR = REPO / "var" / "screenshots"
 
@@ -154,10 +154,15 @@ def celery_worker_proc(
 
 
 @pytest.fixture(scope="session")
-def daphne_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
-    proc, base_url = start_daphne(_test_database_name())
-    yield base_url
-    proc.stop()
+def daphne(django_db_setup: None, django_db_blocker: Any, llm_stub: Any) -> Iterator[DaphneHandle]:
+    handle = DaphneHandle(_test_database_name(), llm_stub.env())
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture(scope="session")
+def daphne_server(daphne: DaphneHandle) -> str:
+    return daphne.url
 
 
 # --- browser ------------------------------------------------------------------------------------

@@ -65,7 +65,9 @@ def _spawn(name: str, args: list[str], env: dict[str, str]) -> Proc:
     return Proc(name, popen, log)
 
 
-def start_daphne(test_database: str, port: int | None = None) -> tuple[Proc, str]:
+def start_daphne(
+    test_database: str, port: int | None = None, extra_env: dict[str, str] | None = None
+) -> tuple[Proc, str]:
     port = port or free_port()
     proc = _spawn(
         "daphne",
@@ -79,7 +81,7 @@ def start_daphne(test_database: str, port: int | None = None) -> tuple[Proc, str
             str(port),
             "mdtboard.asgi:application",
         ],
-        child_env(test_database),
+        child_env(test_database, extra_env),
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
@@ -138,6 +140,24 @@ def in_thread(fn: Callable[..., T], /, **kwargs: Any) -> T:
     once Playwright has started, this thread has a running event loop."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(fn, **kwargs).result(timeout=30)
+
+
+class DaphneHandle:
+    """The session's Daphne on a fixed port, which a test may restart (browsers reconnect)."""
+
+    def __init__(self, test_database: str, extra_env: dict[str, str]) -> None:
+        self.test_database = test_database
+        self.extra_env = extra_env
+        self.proc, self.url = start_daphne(test_database, extra_env=extra_env)
+        self.port = int(self.url.rsplit(":", 1)[1])
+
+    def restart(self, *, down_s: float = 0.0) -> None:
+        self.proc.stop()
+        time.sleep(down_s)
+        self.proc, self.url = start_daphne(self.test_database, self.port, self.extra_env)
+
+    def stop(self) -> None:
+        self.proc.stop()
 
 
 class WorkerHandle:

@@ -67,6 +67,13 @@ def llm_settings() -> Any:
     return LLMSettings.from_env()
 
 
+def llm_available() -> bool:
+    try:
+        return llm_settings() is not None
+    except ValueError:
+        return False  # a half-configured endpoint is reported by the start service
+
+
 @transaction.atomic
 def consultation_start(
     *,

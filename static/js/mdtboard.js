@@ -17,3 +17,16 @@
     apply(on);
   });
 })();
+
+// The live board: when its WebSocket opens (first time or after a reconnect), tell the server
+// the last event this page already shows, so it sends everything after it exactly once.
+(function () {
+  "use strict";
+  document.addEventListener("htmx:wsOpen", function (event) {
+    var board = document.getElementById("board");
+    if (!board || event.target !== board) { return; }
+    var seq = document.getElementById("board-seq");
+    var after = seq ? parseInt(seq.getAttribute("data-seq") || "0", 10) : 0;
+    event.detail.socketWrapper.send(JSON.stringify({ type: "resume", after: after }), board);
+  });
+})();

@@ -1,0 +1,232 @@
+"""The board's state, folded from persisted events. The page renders it whole; the WebSocket
+consumer applies each new event to it and re-renders only what the event changed."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+CORE_ROLES = ("diagnostic", "treatment", "safety", "monitoring")
+ROLE_LABELS = {
+    "diagnostic": "Diagnostic",
+    "treatment": "Treatment",
+    "safety": "Safety",
+    "monitoring": "Monitoring",
+    "coordinator": "Coordinator",
+    "hepatology": "Hepatology",
+    "interventional_radiology": "Interventional radiology",
+    "surgery": "Surgery",
+    "radiation_oncology": "Radiation oncology",
+    "pathology": "Pathology",
+    "cardio_oncology": "Cardio-oncology",
+    "fertility": "Fertility",
+    "pharmacy": "Pharmacy",
+}
+
+
+def dom_id(text: str) -> str:
+    """A deterministic, selector-safe DOM id fragment."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")
+
+
+@dataclass
+class Panel:
+    role: str
+    state: str = "waiting"  # waiting | retrieving | thinking | done
+    reason: str = ""
+    hits: int = 0
+    round: int = 0
+    report: dict[str, Any] | None = None
+    fallback: str = ""
+    ungrounded: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+
+    @property
+    def label(self) -> str:
+        return ROLE_LABELS.get(self.role, self.role.replace("_", " ").title())
+
+    @property
+    def dom(self) -> str:
+        return f"panel-{dom_id(self.role)}"
+
+
+@dataclass
+class RoundView:
+    number: int
+    residual: dict[str, Any] | None = None
+    draft: dict[str, Any] | None = None
+    critiques: list[dict[str, Any]] = field(default_factory=list)
+    votes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    consensus: dict[str, Any] | None = None
+
+    @property
+    def dom(self) -> str:
+        return f"round-{self.number}"
+
+
+@dataclass
+class TreeNode:
+    node_id: str
+    parent: str
+    kind: str
+    text: str
+    author: str
+    status: str
+    refs: list[dict[str, Any]]
+    round: int
+    children: list[TreeNode] = field(default_factory=list)
+
+    @property
+    def dom(self) -> str:
+        return f"node-{dom_id(self.node_id)}"
+
+    @property
+    def parent_dom(self) -> str:
+        return f"node-{dom_id(self.parent)}"
+
+
+@dataclass
+class Board:
+    consultation_id: int
+    status: str = "queued"
+    error: str = ""
+    last_seq: int = 0
+    intake: dict[str, Any] | None = None
+    triage: dict[str, Any] | None = None
+    panels: dict[str, Panel] = field(default_factory=dict)
+    rounds: dict[int, RoundView] = field(default_factory=dict)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    gates: list[dict[str, Any]] = field(default_factory=list)
+    nodes: dict[str, TreeNode] = field(default_factory=dict)
+    roots: list[TreeNode] = field(default_factory=list)
+    review: dict[str, Any] | None = None
+    plan: dict[str, Any] | None = None
+    tokens: int = 0
+    cost_usd: float = 0.0
+    resumed: bool = False
+
+    def __post_init__(self) -> None:
+        for role in CORE_ROLES:
+            self.panels.setdefault(role, Panel(role))
+
+    def panel(self, role: str) -> Panel:
+        return self.panels.setdefault(role, Panel(role))
+
+    def round(self, number: int) -> RoundView:
+        return self.rounds.setdefault(number, RoundView(number))
+
+    @property
+    def ordered_rounds(self) -> list[RoundView]:
+        return [self.rounds[n] for n in sorted(self.rounds)]
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("completed", "failed", "cancelled")
+
+
+def apply(board: Board, event: dict[str, Any]) -> set[str]:
+    """Fold one event into the board; returns what changed: "status", "intake", "panel:<role>",
+    "panels", "round:<n>", "conflicts", "gates", "node:<id>", "plan", "metrics"."""
+    kind, payload = event["kind"], event["payload"]
+    role, number = event.get("role", ""), int(event.get("round") or 0)
+    board.last_seq = max(board.last_seq, int(event["seq"]))
+    changed: set[str] = set()
+    if kind == "status":
+        board.status = payload.get("status", board.status)
+        board.error = payload.get("error", "") or ""
+        board.resumed = board.resumed or bool(payload.get("resumed"))
+        changed.add("status")
+    elif kind == "cancelled":
+        board.status = "cancelled"
+        changed.add("status")
+    elif kind == "intake":
+        board.intake = payload
+        changed.add("intake")
+    elif kind == "triage":
+        board.triage = payload
+        for specialist in payload.get("specialists", {}):
+            board.panel(specialist).reason = payload["specialists"][specialist]
+        for name in payload.get("panel", []):
+            board.panel(name)
+        changed |= {"intake", "panels"}
+    elif kind == "retrieval":
+        panel = board.panel(role)
+        panel.hits = len(payload.get("hits", []))
+        panel.state = "thinking"
+        changed.add(f"panel:{role}")
+    elif kind == "message":
+        panel = board.panel(role)
+        panel.report, panel.round, panel.state = payload["report"], number, "done"
+        panel.fallback = payload.get("fallback") or ""
+        panel.usage = payload.get("usage")
+        if panel.usage:
+            board.tokens += int(panel.usage.get("prompt_tokens", 0)) + int(
+                panel.usage.get("completion_tokens", 0)
+            )
+            board.cost_usd += float(panel.usage.get("cost_usd", 0.0))
+            changed.add("metrics")
+        changed.add(f"panel:{role}")
+    elif kind == "grounding":
+        board.panel(role).ungrounded = payload.get("ungrounded", [])
+        changed.add(f"panel:{role}")
+    elif kind == "critique":
+        board.round(number).critiques.append(payload)
+        changed.add(f"round:{number}")
+    elif kind == "residual":
+        board.round(number).residual = payload
+        changed.add(f"round:{number}")
+    elif kind == "draft":
+        board.round(number).draft = payload
+        changed.add(f"round:{number}")
+    elif kind == "vote":
+        board.round(number).votes.append((role, payload.get("vote", {})))
+        changed.add(f"round:{number}")
+    elif kind == "consensus":
+        board.round(number).consensus = payload
+        changed.add(f"round:{number}")
+    elif kind == "conflict":
+        board.conflicts.append({**payload, "round": number, "raised_by": role})
+        changed.add("conflicts")
+    elif kind == "gate":
+        board.gates.append(payload)
+        changed.add("gates")
+    elif kind == "evidence.node":
+        node = TreeNode(
+            node_id=payload["id"],
+            parent=payload.get("parent", "question"),
+            kind=payload["kind"],
+            text=payload["text"],
+            author=payload.get("author", role),
+            status=payload.get("status", ""),
+            refs=payload.get("refs", []),
+            round=number,
+        )
+        board.nodes[node.node_id] = node
+        parent = board.nodes.get(node.parent)
+        (parent.children if parent else board.roots).append(node)
+        changed.add(f"node:{node.node_id}")
+    elif kind == "review":
+        board.review = payload
+        changed.add("plan")
+    elif kind == "plan":
+        board.plan = payload
+        changed.add("plan")
+    return changed
+
+
+def build_board(consultation_id: int, events: list[dict[str, Any]]) -> Board:
+    board = Board(consultation_id=consultation_id)
+    for event in events:
+        apply(board, event)
+    return board
+
+
+def event_dict(event: Any) -> dict[str, Any]:
+    return {
+        "seq": event.seq,
+        "kind": event.kind,
+        "role": event.role,
+        "round": event.round,
+        "payload": event.payload,
+    }

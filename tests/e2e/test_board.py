@@ -1,0 +1,128 @@
+"""The live tumor board in a real browser, against Daphne and a real worker."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consult.models import Consultation, ConsultationEvent, EvidenceNode
+from tests.conftest import PASSWORD
+from tests.consult.integration.test_consultations import load_seed
+from tests.paths import PUBLIC_CASES
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+def _login(page: Any, base: str, email: str) -> None:
+    page.goto(base + "/accounts/login/")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign In").click()
+    page.wait_for_selector("h1:has-text('Welcome')")
+
+
+def _import_and_submit(page: Any, base: str, case: str) -> None:
+    page.goto(base + "/dossiers/import/")
+    page.set_input_files("#id_files", str(PUBLIC_CASES / case))
+    page.get_by_role("button", name="Import").click()
+    page.wait_for_selector("text=Imported:")
+    page.locator("#import-results a").first.click()
+    page.get_by_role("button", name="Submit dossier").click()
+    page.wait_for_selector("text=Submitted as snapshot 1")
+
+
+def _dom_is_consistent(page: Any, consultation: Consultation) -> None:
+    last = ConsultationEvent.objects.filter(consultation=consultation).order_by("-seq").first()
+    assert page.locator("#board-seq").get_attribute("data-seq") == str(last.seq)
+    duplicates = page.evaluate(
+        "() => { const seen = {}; const dup = [];"
+        " document.querySelectorAll('[id]').forEach(e => { if (seen[e.id]) dup.push(e.id);"
+        " seen[e.id] = 1; }); return dup; }"
+    )
+    assert duplicates == []
+    nodes = EvidenceNode.objects.filter(consultation=consultation).count()
+    assert page.locator("li.node").count() == nodes
+
+
+def test_clinician_watches_a_guideline_deliberation_and_opens_its_evidence(
+    daphne_server: str,
+    celery_worker_proc: Any,
+    page: Any,
+    clinician: Any,
+    screenshot_dir: Path,
+) -> None:
+    load_seed()
+    _login(page, daphne_server, clinician.email)
+    # given a public case imported through the browser and submitted
+    _import_and_submit(page, daphne_server, "pub-hcc-03.json")
+    # when the clinician starts a consultation with the guideline engine
+    page.get_by_label("Engine").select_option("guideline")
+    page.get_by_role("button", name="Start consultation").click()
+    page.wait_for_url("**/consultations/*/")
+    # then the role panels fill and the plan card appears, live
+    page.wait_for_selector("#panel-treatment .state--done", timeout=60_000)
+    page.wait_for_selector("#plan-card ol li", timeout=60_000)
+    assert page.locator("#panel-hepatology").count() == 1  # a specialist chosen at triage
+    assert "Status: Completed" in page.locator("#board-status").inner_text()
+    assert page.locator("#gates .gate").count() > 0
+    page.screenshot(path=str(screenshot_dir / "board.png"), full_page=True)
+    consultation = Consultation.objects.latest("pk")
+    _dom_is_consistent(page, consultation)
+    # and reloading shows the same board, rendered from the saved events
+    page.reload()
+    _dom_is_consistent(page, consultation)
+    # and an evidence node opens the knowledge unit version it cites
+    link = page.locator("li.node--evidence a").first
+    unit_id = link.inner_text()
+    # (as a reader would, by opening the collapsed nodes above it)
+    link.evaluate(
+        "a => { for (let d = a.closest('details'); d; d = d.parentElement.closest('details'))"
+        " d.open = true; }"
+    )
+    link.click()
+    page.wait_for_selector("h1")
+    assert unit_id in page.content()
+    assert "Grade" in page.content()
+    page.screenshot(path=str(screenshot_dir / "evidence-unit.png"), full_page=True)
+
+
+def test_board_reconnects_after_the_server_restarts_and_shows_each_event_once(
+    daphne: Any,
+    celery_worker_proc: Any,
+    page: Any,
+    clinician: Any,
+    llm_env: Any,
+    screenshot_dir: Path,
+) -> None:
+    from tests.consult.llm_responder import clinical_responder
+
+    load_seed()
+    # given an LLM deliberation slow enough to interrupt (every call takes 0.3 s)
+    llm_env.switch.responder = clinical_responder(delay_s=0.3)
+    _login(page, daphne.url, clinician.email)
+    _import_and_submit(page, daphne.url, "pub-lung-01.json")
+    page.get_by_label("Engine").select_option("llm")
+    page.get_by_role("button", name="Start consultation").click()
+    page.wait_for_url("**/consultations/*/")
+    page.wait_for_selector("#panel-diagnostic .state--done", timeout=60_000)
+    consultation = Consultation.objects.latest("pk")
+    assert consultation.status == "running"
+    # when the web server goes away mid-run and comes back
+    daphne.restart(down_s=1.0)
+    # then the page reconnects by itself and the board completes
+    page.wait_for_selector("#plan-card ol li", timeout=120_000)
+    deadline = time.monotonic() + 30
+    while Consultation.objects.get(pk=consultation.pk).status != "completed":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    page.wait_for_function(
+        "seq => document.getElementById('board-seq').dataset.seq === String(seq)",
+        arg=ConsultationEvent.objects.filter(consultation=consultation).count(),
+        timeout=30_000,
+    )
+    page.screenshot(path=str(screenshot_dir / "board-after-reconnect.png"), full_page=True)
+    # with every event exactly once
+    _dom_is_consistent(page, consultation)
