@@ -41,7 +41,7 @@ async def _connect(user: Any, consultation_id: int) -> tuple[WebsocketCommunicat
 async def test_board_socket_refuses_a_clinician_of_another_team(
     finished: Any, outsider: Any
 ) -> None:
-    communicator, (connected, code) = await _connect(outsider, finished.pk)
+    _, (connected, code) = await _connect(outsider, finished.pk)
     assert not connected
     assert code == 4403
 
