@@ -25,7 +25,7 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from benchmarks import engine, intake, retrieval  # noqa: E402
+from benchmarks import board, engine, intake, retrieval  # noqa: E402
 
 
 def main() -> None:
@@ -34,6 +34,7 @@ def main() -> None:
     intake.run()
     retrieval.run_quality()
     engine.run(quick=quick)
+    board.run()
     retrieval.run_latency(large=not quick)
 
 

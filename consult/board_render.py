@@ -6,7 +6,7 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-from consult.board import Board
+from consult.board import Board, apply, build_board, event_dict
 
 
 def render_changes(
@@ -14,8 +14,6 @@ def render_changes(
     changed: set[str],
     event: dict[str, Any],
     known_rounds: set[int],
-    *,
-    can_cancel: bool = False,
 ) -> str:
     parts: list[str] = [render_to_string("consult/board/_seq.html", {"board": board, "oob": True})]
     for what in sorted(changed):
@@ -24,7 +22,7 @@ def render_changes(
             parts.append(
                 render_to_string(
                     "consult/board/_status.html",
-                    {"board": board, "oob": True, "can_cancel": can_cancel},
+                    {"board": board, "oob": True},
                 )
             )
         elif kind == "intake":
@@ -72,3 +70,22 @@ def render_changes(
                 render_to_string("consult/board/_plan_card.html", {"board": board, "oob": True})
             )
     return "\n".join(parts)
+
+
+def render_event_fragments(consultation_id: int, seqs: list[int]) -> list[tuple[int, str]]:
+    """Fragments for newly persisted events, from the board folded up to each of them."""
+    from consult.models import ConsultationEvent
+
+    wanted = sorted(seqs)
+    events = ConsultationEvent.objects.filter(
+        consultation_id=consultation_id, seq__lte=wanted[-1]
+    ).order_by("seq")
+    dicts = [event_dict(e) for e in events]
+    board = build_board(consultation_id, [e for e in dicts if e["seq"] < wanted[0]])
+    fragments = []
+    for event in (e for e in dicts if e["seq"] >= wanted[0]):
+        known_rounds = set(board.rounds)
+        changed = apply(board, event)
+        if event["seq"] in seqs:
+            fragments.append((event["seq"], render_changes(board, changed, event, known_rounds)))
+    return fragments

@@ -37,23 +37,54 @@ def _send(group: str, message: dict[str, Any]) -> None:
 
 
 def board_events(*, event_keys: list[tuple[int, int]]) -> None:
-    """Tell the board's watchers that events were persisted. Called after the commit, so a
-    watcher that receives a sequence number can always load it."""
+    """Send newly persisted events to the board's watchers, each with its fragment rendered
+    once here rather than once per watcher. Called after the commit, so a watcher that
+    missed one can always load it from the database instead."""
+    from consult.board_render import render_event_fragments
+
+    by_consultation: dict[int, list[int]] = {}
     for consultation_id, seq in event_keys:
+        by_consultation.setdefault(consultation_id, []).append(seq)
+    for consultation_id, seqs in by_consultation.items():
         try:
-            _send(
-                consultation_group(consultation_id),
-                {"type": "board.event", "consultation": consultation_id, "seq": seq},
-            )
-        except Exception:  # noqa: BLE001 - the event is saved; a reconnecting board replays it
-            logger.warning("broadcast of event %s#%s failed", consultation_id, seq)
-            return
+            fragments = render_event_fragments(consultation_id, seqs)
+        except Exception:
+            logger.exception("rendering board events of consultation %s", consultation_id)
+            fragments = [(seq, "") for seq in seqs]
+        for seq, html in fragments:
+            try:
+                _send(
+                    consultation_group(consultation_id),
+                    {
+                        "type": "board.event",
+                        "consultation": consultation_id,
+                        "seq": seq,
+                        "html": html,
+                    },
+                )
+            except Exception:  # noqa: BLE001 - the event is saved; a reconnect replays it
+                logger.warning("broadcast of event %s#%s failed", consultation_id, seq)
+                return
 
 
 def board_delta(*, consultation_id: int, role: str, round: int, text: str) -> None:
     """An ephemeral token fragment of a role's reply; never persisted, may be lost."""
     try:
         _send(
+            consultation_group(consultation_id),
+            {"type": "board.delta", "role": role, "round": round, "text": text},
+        )
+    except Exception:  # noqa: BLE001 - fragments are best effort by design
+        logger.debug("delta broadcast failed for consultation %s", consultation_id)
+
+
+async def board_delta_async(*, consultation_id: int, role: str, round: int, text: str) -> None:
+    """The same, from async code (the engine's event loop): no thread hop per fragment."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(
             consultation_group(consultation_id),
             {"type": "board.delta", "role": role, "round": round, "text": text},
         )

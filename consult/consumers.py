@@ -15,7 +15,7 @@ from consult.board import Board, apply, build_board, dom_id, event_dict
 from consult.board_render import render_changes
 from consult.broadcasts import consultation_group, user_group
 from consult.models import ConsultationEvent
-from consult.selectors import consultation_can_cancel, consultation_can_watch
+from consult.selectors import consultation_can_watch
 
 
 class NotificationConsumer(AsyncJsonWebsocketConsumer):
@@ -72,9 +72,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
             return
         self.board: Board | None = None
         self.sent: int | None = None
-        self.can_cancel = await database_sync_to_async(consultation_can_cancel)(
-            user=user, consultation_id=self.consultation_id
-        )
+
         self.lock = asyncio.Lock()
         self.group = consultation_group(self.consultation_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -101,6 +99,12 @@ class BoardConsumer(AsyncWebsocketConsumer):
         if self.sent is None:
             return  # the client has not said where it is yet; its resume will catch up
         async with self.lock:
+            if event.get("html") and event["seq"] == self.sent + 1:
+                # The usual case: the next event, rendered once by the broadcaster.
+                await self.send(text_data=event["html"])
+                self.sent = event["seq"]
+                self.board = None  # folded lazily if this watcher ever falls behind
+                return
             await self._catch_up()
 
     async def board_delta(self, event: dict[str, Any]) -> None:
@@ -124,8 +128,10 @@ class BoardConsumer(AsyncWebsocketConsumer):
         return [event_dict(e) for e in events]
 
     async def _catch_up(self) -> None:
-        if self.board is None or self.sent is None:
+        if self.sent is None:
             return  # nothing to catch up from before the client's resume
+        if self.board is None:
+            self.board = await database_sync_to_async(self._board_upto)(self.sent)
         while True:
             events = await database_sync_to_async(self._events_after)(self.sent)
             if not events:
@@ -133,9 +139,5 @@ class BoardConsumer(AsyncWebsocketConsumer):
             for event in events:
                 known_rounds = set(self.board.rounds)
                 changed = apply(self.board, event)
-                await self.send(
-                    text_data=render_changes(
-                        self.board, changed, event, known_rounds, can_cancel=self.can_cancel
-                    )
-                )
+                await self.send(text_data=render_changes(self.board, changed, event, known_rounds))
                 self.sent = event["seq"]

@@ -8,6 +8,8 @@ import json
 import logging
 import os
 import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from datetime import timedelta
 from decimal import Decimal
@@ -45,6 +47,7 @@ from mdtboard.audit.services import audit_record
 logger = logging.getLogger(__name__)
 
 LEASE = timedelta(seconds=30)
+DELTA_BATCH_S = 0.05
 
 
 class ConsultationError(Exception):
@@ -165,7 +168,7 @@ def _append_events(
     ConsultationEvent.objects.bulk_create(rows)
     Consultation.objects.filter(pk=consultation.pk).update(last_seq=consultation.last_seq)
     ids = [(consultation.pk, row.seq) for row in rows]
-    transaction.on_commit(lambda: broadcasts.board_events(event_keys=ids))
+    transaction.on_commit(lambda: _BROADCASTER.submit(_broadcast, ids))
     return rows
 
 
@@ -228,12 +231,26 @@ def _derived_rows(consultation: Consultation, events: list[EngineEvent]) -> None
             )
 
 
+# One thread per process renders and sends board events, in commit order, so that neither
+# the template rendering nor the channel layer sits on the deliberation's critical path.
+_BROADCASTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="board-broadcast")
+
+
+def _broadcast(event_keys: list[tuple[int, int]]) -> None:
+    try:
+        broadcasts.board_events(event_keys=event_keys)
+    finally:
+        connections.close_all()  # this thread's own connection: never left open
+
+
 class DbStepStore:
     """Implements the engine's StepStore: one AgentMessage per completed step, its events
     numbered and saved in the same transaction, broadcast after commit."""
 
     def __init__(self, consultation_id: int) -> None:
         self.consultation_id = consultation_id
+        self._buffers: dict[tuple[str, int], list[str]] = {}
+        self._flushed: dict[tuple[str, int], float] = {}
 
     def _load(self, key: str) -> dict[str, Any] | None:
         message = AgentMessage.objects.filter(
@@ -287,12 +304,26 @@ class DbStepStore:
         return await sync_to_async(self._load)(key)
 
     async def commit(self, key: str, step: StepResult) -> None:
+        for buffered in [k for k in self._buffers if k[0] in key]:
+            await self._flush(buffered)
         await sync_to_async(self._commit)(key, step)
 
     async def delta(self, *, role: str, round: int, text: str) -> None:
-        await sync_to_async(broadcasts.board_delta)(
-            consultation_id=self.consultation_id, role=role, round=round, text=text
-        )
+        # Token fragments are batched (~50 ms) so that streaming costs the run almost nothing;
+        # whatever is still buffered goes out when the turn is committed.
+        key = (role, round)
+        self._buffers.setdefault(key, []).append(text)
+        now = time.monotonic()
+        if now - self._flushed.get(key, 0.0) >= DELTA_BATCH_S:
+            await self._flush(key)
+            self._flushed[key] = now
+
+    async def _flush(self, key: tuple[str, int]) -> None:
+        text = "".join(self._buffers.pop(key, []))
+        if text:
+            await broadcasts.board_delta_async(
+                consultation_id=self.consultation_id, role=key[0], round=key[1], text=text
+            )
 
     async def cancelled(self) -> bool:
         return await sync_to_async(self._cancelled)()

@@ -1,0 +1,177 @@
+"""Live-board figure: 50 watchers of one consultation on loopback; latency from an event's
+persistence (commit) to its arrival at every watcher, and events lost."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import statistics
+import sys
+import time
+from typing import Any
+
+from benchmarks.common import REPO, emit, p95
+
+WATCHERS = 50
+EVENTS = 200
+RATE_PER_S = 40
+SEQ = re.compile(r'id="board-seq"\s+data-seq="(\d+)"')
+
+
+def _consultation(user: Any, team: Any) -> Any:
+    from benchmarks.engine import _submitted
+    from consult.services.consultations import consultation_start
+
+    dossier = _submitted(user, team, "pub-lymph-02.json", f"watch{time.time_ns()}")
+    return consultation_start(actor=user, dossier=dossier, enqueue=False)
+
+
+def _persist(consultation_id: int, index: int) -> tuple[int, float]:
+    from django.db import transaction
+
+    from consult.engine.protocols import EngineEvent
+    from consult.models import Consultation
+    from consult.services.consultations import _append_events
+
+    with transaction.atomic():
+        consultation = Consultation.objects.select_for_update().get(pk=consultation_id)
+        rows = _append_events(
+            consultation,
+            [
+                EngineEvent(
+                    "critique",
+                    {
+                        "reviewer": "safety",
+                        "target": "treatment",
+                        "review": {"agree": True, "critique": f"bench {index}", "concerns": []},
+                    },
+                    role="safety",
+                    # Rounds of ten exchanges, as in a deliberation (a round re-renders whole).
+                    round=1 + index // 10,
+                )
+            ],
+        )
+    return rows[0].seq, time.perf_counter()
+
+
+async def _watch(
+    url: str,
+    cookie: str,
+    after: int,
+    arrivals: dict[int, float],
+    ready: asyncio.Event,
+    done: asyncio.Event,
+) -> None:
+    import json
+
+    from websockets.asyncio.client import connect
+
+    async with connect(
+        url,
+        additional_headers={"Cookie": cookie, "Origin": url.replace("ws://", "http://")},
+        open_timeout=20,
+        max_size=None,
+    ) as ws:
+        await ws.send(json.dumps({"type": "resume", "after": after}))
+        ready.set()
+        while not done.is_set():
+            try:
+                message = await asyncio.wait_for(ws.recv(), timeout=0.5)
+            except TimeoutError:
+                continue
+            match = SEQ.search(str(message))
+            if match:
+                arrivals.setdefault(int(match.group(1)), time.perf_counter())
+
+
+async def _run(url: str, cookie: str, consultation_id: int, after: int) -> None:
+    from asgiref.sync import sync_to_async
+
+    arrivals = [dict[int, float]() for _ in range(WATCHERS)]
+    readies = [asyncio.Event() for _ in range(WATCHERS)]
+    done = asyncio.Event()
+    tasks = [
+        asyncio.create_task(_watch(url, cookie, after, arrivals[i], readies[i], done))
+        for i in range(WATCHERS)
+    ]
+    await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), timeout=60)
+    await asyncio.sleep(1.0)  # let every consumer join its group
+    persisted: dict[int, float] = {}
+    for index in range(EVENTS):
+        seq, at = await sync_to_async(_persist)(consultation_id, index)
+        persisted[seq] = at
+        await asyncio.sleep(1 / RATE_PER_S)
+    deadline = time.perf_counter() + 10
+    while time.perf_counter() < deadline and any(  # noqa: ASYNC110 - bounded poll
+        len(set(a) & set(persisted)) < EVENTS for a in arrivals
+    ):
+        await asyncio.sleep(0.1)
+    done.set()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    latencies = [
+        (a[seq] - at) * 1000 for a in arrivals for seq, at in persisted.items() if seq in a
+    ]
+    lost = WATCHERS * EVENTS - len(latencies)
+    emit("board_watchers", WATCHERS, "watchers")
+    emit("board_event_latency_p50", statistics.median(latencies), "ms")
+    emit("board_event_latency_p95", p95(latencies), "ms", "< 200 ms")
+    emit("board_messages_lost", lost, "messages", "0")
+
+
+def run() -> None:
+    import subprocess
+
+    from django.test import Client
+
+    from benchmarks.engine import _bench_user
+    from consult.models import ConsultationEvent
+    from tests.stack import free_port
+
+    user, team = _bench_user()
+    consultation = _consultation(user, team)
+    client = Client()
+    client.force_login(user)
+    cookie = f"sessionid={client.cookies['sessionid'].value}"
+    port = free_port()
+    env = {**os.environ, "MDTBOARD_DB_NAME": "mdtboard_bench"}
+    daphne = subprocess.Popen(  # noqa: S603 - fixed argv: this interpreter and our app
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "mdtboard.asgi:application",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        import urllib.request
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        after = ConsultationEvent.objects.filter(consultation=consultation).count()
+        asyncio.run(
+            _run(
+                f"ws://127.0.0.1:{port}/ws/consultations/{consultation.pk}/",
+                cookie,
+                consultation.pk,
+                after,
+            )
+        )
+    finally:
+        daphne.terminate()
+        daphne.wait(timeout=30)
