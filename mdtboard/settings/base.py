@@ -133,7 +133,14 @@ CACHES = {
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [redis_url(REDIS_DB_CHANNELS)], "prefix": "mdtboard"},
+        "CONFIG": {
+            "hosts": [redis_url(REDIS_DB_CHANNELS)],
+            "prefix": "mdtboard",
+            # A burst of board events must not overflow a watcher's queue; one that does falls
+            # behind and then catches up from the saved events anyway.
+            "capacity": 1000,
+            "group_expiry": 3600,
+        },
     }
 }
 
