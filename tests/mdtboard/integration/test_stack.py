@@ -108,3 +108,26 @@ def test_websocket_refuses_anonymous_connections(daphne_server: str) -> None:
             _ws_url(daphne_server), additional_headers={"Origin": daphne_server}, open_timeout=10
         )
     assert excinfo.value.response.status_code == 403
+
+
+def test_tasks_publish_through_the_configured_broker_in_any_process() -> None:
+    # A process that never loads the URLconf (a command, a benchmark) must still publish to
+    # our Redis, not to Celery's unconfigured default app (AMQP on localhost).
+    import subprocess
+    import sys
+
+    from tests.stack import REPO
+
+    code = (
+        "import django; django.setup(); from consult.tasks import consultation_run;"
+        "print(consultation_run.app.conf.broker_url)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert out.stdout.strip().startswith(("redis", "rediss", "redis+socket"))
