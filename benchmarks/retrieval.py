@@ -135,8 +135,8 @@ def _synthetic_units(total: int) -> None:
             INSERT INTO knowledge_knowledgeunit (key, kind, cancer_type, created_at)
             SELECT 'bench.' || g,
                    (ARRAY['therapy_step','contraindication','surveillance_interval',
-                          'organ_function_gate','interaction','staging_rule'])[1 + g % 6],
-                   (ARRAY['hcc','lung_adenocarcinoma','breast','lymphoma'])[1 + g % 4], now()
+                          'organ_function_gate','interaction','staging_rule'])[1 + mod(g, 6)],
+                   (ARRAY['hcc','lung_adenocarcinoma','breast','lymphoma'])[1 + mod(g, 4)], now()
             FROM generate_series(%s, %s) g
             """,
             [start, total],
