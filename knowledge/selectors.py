@@ -31,6 +31,7 @@ Mode = Literal["hybrid", "dense", "keyword"]
 SAFETY_KINDS = frozenset(
     {UnitKind.CONTRAINDICATION, UnitKind.INTERACTION, UnitKind.ORGAN_FUNCTION_GATE}
 )
+KEYWORD_RANK_CAP = 1000
 _WORD = re.compile(r"[a-z0-9]+(?:[-/][a-z0-9]+)*")
 
 
@@ -124,8 +125,17 @@ def _keyword_candidates(
 ) -> dict[int, float]:
     if query is None:
         return {}
+    # Ranking is the costly part; a query of common words can match most of a large knowledge
+    # base. Rank at most KEYWORD_RANK_CAP matches: below that size (every realistic curated
+    # base) nothing changes, and above it the dense half of the fusion carries the ranking.
+    matched = _scoped(
+        UnitVersion.objects.filter(status=VersionStatus.PUBLISHED, search=query),
+        "",
+        cancer_type,
+        kinds,
+    ).values("pk")[:KEYWORD_RANK_CAP]
     rows = (
-        _scoped(published_versions().filter(search=query), "", cancer_type, kinds)
+        UnitVersion.objects.filter(pk__in=matched)
         .annotate(rank=SearchRank(F("search"), query, cover_density=True, normalization=32))
         .order_by("-rank")
         .values_list("pk", "rank")[:limit]
