@@ -31,7 +31,7 @@ Mode = Literal["hybrid", "dense", "keyword"]
 SAFETY_KINDS = frozenset(
     {UnitKind.CONTRAINDICATION, UnitKind.INTERACTION, UnitKind.ORGAN_FUNCTION_GATE}
 )
-KEYWORD_RANK_CAP = 1000
+KEYWORD_RANK_CAP = 500
 _WORD = re.compile(r"[a-z0-9]+(?:[-/][a-z0-9]+)*")
 
 
@@ -173,7 +173,7 @@ def unit_search(
     mode: Mode = "hybrid",
     dense_weight: float | None = None,
     keyword_weight: float | None = None,
-    candidates: int = 50,
+    candidates: int = 30,
     query_vector: list[float] | None = None,
 ) -> list[Hit]:
     """Top ``k`` published units for ``query``, each with its provenance and scores."""
@@ -202,10 +202,15 @@ def unit_search(
         keyword |= _fill_keyword(union - set(keyword), tsquery)
     top_keyword = max(keyword.values(), default=0.0) or 1.0
     scored = {pk: (dense.get(pk, 0.0), keyword.get(pk, 0.0) / top_keyword) for pk in union}
-    versions = published_versions().in_bulk(list(union))
     facts = case_facts(case) if case is not None else None
+    ranked = sorted(scored, key=lambda pk: -(wd * scored[pk][0] + wk * scored[pk][1]))
+    # Load the full rows of the best candidates only; with a case, applicability may drop
+    # many, so then load them all.
+    wanted = ranked if facts is not None else ranked[: 3 * k + 10]
+    versions = published_versions().in_bulk(wanted)
     hits: list[Hit] = []
-    for pk, (d, kw) in scored.items():
+    for pk in wanted:
+        d, kw = scored[pk]
         version = versions.get(pk)
         if version is None:  # retired between the two queries
             continue
