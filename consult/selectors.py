@@ -58,7 +58,7 @@ def dossier_list(
     return dossiers.select_related("patient", "patient__team").order_by("-updated_at")
 
 
-def dossier_get(*, user: Any, pk: int, for_update: bool = False) -> LesionDossier:
+def dossier_get(*, user: Any, pk: int) -> LesionDossier:
     """The dossier if the user's teams own it; 404 otherwise, so its existence is not leaked."""
     _require_clinical_role(user)
     try:

@@ -47,6 +47,7 @@ from consult.services.dossiers import (
     draft_case,
 )
 from knowledge.calculators import derive_all
+from mdtboard.accounts.roles import Role, role_required
 from mdtboard.core.http import AuthedRequest
 
 SECTION_LABELS = {s.key: s.label for s in SECTIONS}
@@ -96,9 +97,9 @@ def dossier_list(request: AuthedRequest) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
+@role_required(Role.CLINICIAN, Role.ADMIN)
 def dossier_create_view(request: AuthedRequest) -> HttpResponse:
     teams = selectors.teams_for(user=request.user)
-    selectors.dossier_list(user=request.user)  # role check: clinicians and admins only
     form = NewDossierForm(request.POST or None, teams=teams)
     if request.method == "POST" and form.is_valid():
         data = draft_case(
@@ -271,9 +272,9 @@ def dossier_export_view(request: AuthedRequest, pk: int) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
+@role_required(Role.CLINICIAN, Role.ADMIN)
 def dossier_import(request: AuthedRequest) -> HttpResponse:
     teams = selectors.teams_for(user=request.user)
-    selectors.dossier_list(user=request.user)  # role check: clinicians and admins only
     form = ImportForm(request.POST or None, teams=teams)
     results = []
     if request.method == "POST" and form.is_valid():

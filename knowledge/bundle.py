@@ -16,7 +16,10 @@ now being decided: number of prior therapies + 1). A fact that is null makes the
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -257,6 +260,13 @@ class Bundle(_Strict):
         if missing:
             raise ValueError(f"units cite sources that the bundle does not define: {missing}")
         return self
+
+
+def content_hash(content: Mapping[str, Any]) -> str:
+    """SHA-256 of a unit's content in canonical JSON: the version's identity, the same in
+    the database and in an in-memory bundle."""
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def unit_content(unit: UnitSpec) -> dict[str, Any]:

@@ -3,15 +3,13 @@ without PostgreSQL. For the engine's unit tests and offline evaluation of a bund
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from consult.engine.protocols import Evidence
 from knowledge.applicability import case_facts, context_applies, missing_facts
-from knowledge.bundle import Bundle, UnitSpec, unit_content
+from knowledge.bundle import Bundle, UnitSpec, content_hash, unit_content
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -23,7 +21,7 @@ class BundleRetriever:
 
     def _evidence(self, unit: UnitSpec, facts: Mapping[str, Any], score: float = 0.0) -> Evidence:
         content = unit_content(unit)
-        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+        digest = content_hash(content)
         source = self.sources[unit.source]
         return Evidence(
             unit_id=unit.key,

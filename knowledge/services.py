@@ -9,7 +9,6 @@ and audited hot-fix path, meant for safety alerts.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from knowledge.bundle import (
     SourceSpec,
     UnitSpec,
     bundle_from_documents,
+    content_hash,
     unit_content,
 )
 from knowledge.embeddings import get_provider
@@ -55,12 +55,6 @@ def _require_curator(actor: Any) -> None:
     # actor None is the system: a management command run by an operator with shell access.
     if actor is not None and not has_role(actor, Role.CURATOR, Role.ADMIN):
         raise KnowledgeError(NOT_A_CURATOR)
-
-
-def content_hash(content: dict[str, Any]) -> str:
-    return hashlib.sha256(
-        json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
-    ).hexdigest()
 
 
 def _pretty(content: dict[str, Any]) -> list[str]:

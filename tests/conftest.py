@@ -42,6 +42,15 @@ def _no_outbound_network(monkeypatch: pytest.MonkeyPatch) -> None:
 PASSWORD = "correct horse battery staple"
 
 
+def login(page: Any, base: str, email: str) -> None:
+    """Sign in through the real login page, as a person would."""
+    page.goto(base + "/accounts/login/")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign In").click()
+    page.wait_for_selector("h1:has-text('Welcome')")
+
+
 @pytest.fixture
 def team(db: None) -> Any:
     from mdtboard.accounts.services import team_get_or_create

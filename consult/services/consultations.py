@@ -3,14 +3,11 @@ broadcasts), cancel, and recover runs whose worker died."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -42,6 +39,7 @@ from consult.models import (
 from consult.retrieval import DbRetriever
 from knowledge.applicability import case_facts
 from knowledge.calculators import derive_all, staging_summary
+from mdtboard.audit.hashing import payload_hash
 from mdtboard.audit.services import audit_record
 
 logger = logging.getLogger(__name__)
@@ -386,8 +384,9 @@ def _finish(
         if consultation.is_finished:
             return
         if plan is not None:
-            digest = hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()
-            Plan.objects.create(consultation=consultation, payload=plan, content_hash=digest)
+            Plan.objects.create(
+                consultation=consultation, payload=plan, content_hash=payload_hash(plan)
+            )
         consultation.status = status
         consultation.finished_at = timezone.now()
         consultation.error = error[:500]
@@ -491,14 +490,3 @@ def consultations_recover() -> list[int]:
         stale.append(pk)
         task.delay(pk)
     return stale
-
-
-def usage_summary(consultation: Consultation) -> dict[str, Any]:
-    return {
-        "tokens_prompt": consultation.tokens_prompt,
-        "tokens_completion": consultation.tokens_completion,
-        "cost_usd": float(consultation.cost_usd),
-    }
-
-
-__all__ = ["asdict"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +20,7 @@ from consult.casefile.validate import (
 )
 from consult.models import DossierSnapshot, DossierStatus, LesionDossier, Patient
 from mdtboard.accounts.models import Team, User
+from mdtboard.audit.hashing import payload_hash as content_hash
 from mdtboard.audit.services import audit_record
 
 
@@ -37,11 +36,6 @@ NOT_A_MEMBER = "You can only file cases for a team you belong to."
 ALREADY_SUBMITTED = "This dossier is submitted; open it for editing to change it."
 HAS_ERRORS = "The dossier has errors; correct them before saving."
 CASE_ID_TAKEN = "This patient already has a dossier with case id {case_id!r}."
-
-
-def content_hash(data: dict[str, Any]) -> str:
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _check_member(actor: User, team: Team) -> None:

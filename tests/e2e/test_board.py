@@ -9,19 +9,11 @@ from typing import Any
 import pytest
 
 from consult.models import Consultation, ConsultationEvent, EvidenceNode
-from tests.conftest import PASSWORD
+from tests.conftest import login
 from tests.consult.integration.test_consultations import load_seed
 from tests.paths import PUBLIC_CASES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-
-def _login(page: Any, base: str, email: str) -> None:
-    page.goto(base + "/accounts/login/")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign In").click()
-    page.wait_for_selector("h1:has-text('Welcome')")
 
 
 def _import_and_submit(page: Any, base: str, case: str) -> None:
@@ -55,7 +47,7 @@ def test_clinician_watches_a_guideline_deliberation_and_opens_its_evidence(
     screenshot_dir: Path,
 ) -> None:
     load_seed()
-    _login(page, daphne_server, clinician.email)
+    login(page, daphne_server, clinician.email)
     # given a public case imported through the browser and submitted
     _import_and_submit(page, daphne_server, "pub-hcc-03.json")
     # when the clinician starts a consultation with the guideline engine
@@ -102,7 +94,7 @@ def test_board_reconnects_after_the_server_restarts_and_shows_each_event_once(
     load_seed()
     # given an LLM deliberation slow enough to interrupt (every call takes 0.3 s)
     llm_env.switch.responder = clinical_responder(delay_s=0.3)
-    _login(page, daphne.url, clinician.email)
+    login(page, daphne.url, clinician.email)
     _import_and_submit(page, daphne.url, "pub-lung-01.json")
     page.get_by_label("Engine").select_option("llm")
     page.get_by_role("button", name="Start consultation").click()

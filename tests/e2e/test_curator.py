@@ -12,20 +12,12 @@ import pytest
 from knowledge.bundle import SourceSpec
 from knowledge.models import UnitEmbedding, UnitVersion, VersionStatus
 from knowledge.services import bundle_import, source_save, version_publish, versions_embed
-from tests.conftest import PASSWORD, make_user
+from tests.conftest import login, make_user
 from tests.knowledge.kb_factory import SOURCE, bundle, unit
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 EMBEDDING_WAIT_S = 60
-
-
-def _login(page: Any, base: str, email: str) -> None:
-    page.goto(base + "/accounts/login/")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign In").click()
-    page.wait_for_selector("h1:has-text('Welcome')")
 
 
 def _logout(page: Any) -> None:
@@ -56,7 +48,7 @@ def test_two_curators_edit_review_publish_and_retrieve_a_unit(
     versions_embed(version_ids=[first.pk])
 
     # when the curator finds the unit by searching the list
-    _login(page, daphne_server, curator.email)
+    login(page, daphne_server, curator.email)
     page.get_by_role("link", name="Knowledge base").click()
     page.wait_for_selector("h1:has-text('Knowledge units')")
     page.get_by_label("Search").fill("portal hypertension")  # words of its text
@@ -97,7 +89,7 @@ def test_two_curators_edit_review_publish_and_retrieve_a_unit(
     _logout(page)
 
     # then the second curator sees it in the review queue and opens the side-by-side diff
-    _login(page, daphne_server, reviewer.email)
+    login(page, daphne_server, reviewer.email)
     page.get_by_role("link", name="Review queue").click()
     queued = page.locator("#review-hcc\\.resection-2")
     assert "yours" not in queued.inner_text()
@@ -154,7 +146,7 @@ def test_curator_ingests_a_document_and_drafts_a_unit_from_a_statement(
     daphne_server: str, page: Any, curator: Any, screenshot_dir: Path
 ) -> None:
     source_save(actor=curator, spec=SourceSpec.model_validate(SOURCE))
-    _login(page, daphne_server, curator.email)
+    login(page, daphne_server, curator.email)
     page.get_by_role("link", name="Ingest a document").click()
     # when the curator uploads a Markdown guideline
     page.get_by_label("Source").select_option(SOURCE["key"])

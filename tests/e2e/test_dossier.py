@@ -8,23 +8,15 @@ from typing import Any
 import pytest
 
 from consult.models import DossierSnapshot, LesionDossier
-from tests.conftest import PASSWORD
+from tests.conftest import login
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-
-def _login(page: Any, base: str, email: str) -> None:
-    page.goto(base + "/accounts/login/")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign In").click()
-    page.wait_for_selector("h1:has-text('Welcome')")
 
 
 def test_clinician_creates_fixes_and_submits_a_dossier(
     daphne_server: str, page: Any, clinician: Any, screenshot_dir: Path
 ) -> None:
-    _login(page, daphne_server, clinician.email)
+    login(page, daphne_server, clinician.email)
     # given a new HCC dossier started from the home page
     page.get_by_role("link", name="New dossier").first.click()
     page.get_by_label("Pseudonym").fill("HCC-E2E-1")
