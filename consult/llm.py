@@ -12,11 +12,13 @@ import math
 import os
 import random
 import re
+import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Literal, TypeVar
 
 import pydantic
@@ -26,6 +28,7 @@ from openai import (
     APIStatusError,
     APITimeoutError,
     AsyncOpenAI,
+    DefaultAsyncHttpxClient,
     OpenAIError,
 )
 from openai.types.chat import ChatCompletionMessageParam
@@ -299,11 +302,23 @@ class _NoRetry(Exception):
 
 
 # --- the client ----------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def _tls_context() -> ssl.SSLContext:
+    """The SDK's default verified TLS context, built once per process: loading the CA
+    certificates takes 20-50 ms, which every consultation's client would otherwise pay before
+    its first call. An SSLContext may be shared between threads and event loops."""
+    from httpx2 import create_ssl_context  # the SDK's own HTTP library
+
+    return create_ssl_context()
+
+
 class LLMClient:
     def __init__(self, settings: LLMSettings, budget: Budget, *, http_client: Any = None) -> None:
         self._settings = settings
         self._budget = budget
         self._owns_http_client = http_client is None
+        if http_client is None:
+            http_client = DefaultAsyncHttpxClient(verify=_tls_context())
         self._openai = AsyncOpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key or _NO_KEY_PLACEHOLDER,
