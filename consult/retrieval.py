@@ -8,14 +8,14 @@ from typing import Any
 
 from django.db import connection
 
-from consult.engine.protocols import Evidence
+from consult.engine.protocols import Evidence, EvidenceRequest, Retrieved
 from knowledge.applicability import case_facts, context_applies, missing_facts
 from knowledge.bundle import Context
 from knowledge.models import UnitVersion
-from knowledge.selectors import Hit, published_versions, unit_search
+from knowledge.selectors import Hit, published_versions, query_vectors, unit_search
 
 
-def _evidence(version: UnitVersion, facts: Mapping[str, Any], score: float = 0.0) -> Evidence:
+def _evidence(version: UnitVersion, facts: Mapping[str, Any]) -> Evidence:
     context = Context.model_validate(version.content.get("context") or {})
     source = version.source
     return Evidence(
@@ -33,57 +33,84 @@ def _evidence(version: UnitVersion, facts: Mapping[str, Any], score: float = 0.0
         content=version.content,
         applies=context_applies(context, facts),
         missing=tuple(missing_facts(context, facts)),
-        score=score,
+    )
+
+
+def _hit_evidence(hit: Hit, facts: Mapping[str, Any]) -> Evidence:
+    context = Context.model_validate(hit.content.get("context") or {})
+    return Evidence(
+        unit_id=hit.unit_key,
+        kind=hit.kind,
+        cancer_type=hit.cancer_type,
+        title=hit.title,
+        text=hit.text,
+        anchor=hit.anchor,
+        version=hit.version,
+        version_id=hit.version_id,
+        source=hit.source,
+        grade=f"{hit.grade_system}: {hit.grade_native}",
+        grade_ordinal=hit.grade_ordinal,
+        content=hit.content,
+        applies=hit.applies,
+        missing=tuple(missing_facts(context, facts)),
+        score=hit.score,
     )
 
 
 class DbRetriever:
-    """The engine calls these from worker threads (asyncio.to_thread): each call closes its
-    thread's connection when done, so no connection outlives the consultation."""
+    """The engine calls ``retrieve`` from a worker thread (asyncio.to_thread), once for the
+    whole panel: one connection, closed when done, and one embedding call for every query."""
 
     def __init__(self) -> None:
         self.used_version_ids: set[int] = set()
 
-    def applicable(
-        self, *, cancer_type: str, kinds: Sequence[str], case: Mapping[str, Any]
-    ) -> list[Evidence]:
+    def retrieve(
+        self,
+        *,
+        cancer_type: str,
+        case: Mapping[str, Any],
+        requests: Sequence[EvidenceRequest],
+        k: int,
+    ) -> dict[str, Retrieved]:
         try:
-            return self._applicable(cancer_type=cancer_type, kinds=kinds, case=case)
+            return self._retrieve(cancer_type=cancer_type, case=case, requests=requests, k=k)
         finally:
             connection.close()
 
-    def search(
-        self, *, query: str, cancer_type: str, kinds: Sequence[str], k: int, case: Mapping[str, Any]
-    ) -> list[Evidence]:
-        try:
-            return self._search(query=query, cancer_type=cancer_type, kinds=kinds, k=k, case=case)
-        finally:
-            connection.close()
-
-    def _applicable(
-        self, *, cancer_type: str, kinds: Sequence[str], case: Mapping[str, Any]
-    ) -> list[Evidence]:
+    def _retrieve(
+        self,
+        *,
+        cancer_type: str,
+        case: Mapping[str, Any],
+        requests: Sequence[EvidenceRequest],
+        k: int,
+    ) -> dict[str, Retrieved]:
         facts = case_facts(case)
-        versions = published_versions().filter(
-            unit__cancer_type__in=[cancer_type, "any"], unit__kind__in=list(kinds)
-        )
-        found = [_evidence(v, facts) for v in versions]
-        kept = [e for e in found if e.applies is not False]
-        self.used_version_ids.update(e.version_id for e in kept)
-        return kept
-
-    def _search(
-        self, *, query: str, cancer_type: str, kinds: Sequence[str], k: int, case: Mapping[str, Any]
-    ) -> list[Evidence]:
-        hits: list[Hit] = unit_search(
-            query=query, cancer_type=cancer_type, kinds=kinds, k=k, case=case
-        )
-        versions = published_versions().in_bulk([h.version_id for h in hits])
-        facts = case_facts(case)
-        found = [
-            _evidence(versions[h.version_id], facts, h.score)
-            for h in hits
-            if h.version_id in versions
+        kinds = sorted({kind for request in requests for kind in request.kinds})
+        in_scope = [
+            _evidence(version, facts)
+            for version in published_versions().filter(
+                unit__cancer_type__in=[cancer_type, "any"], unit__kind__in=kinds
+            )
         ]
-        self.used_version_ids.update(e.version_id for e in found)
+        vectors = query_vectors([request.query for request in requests])
+        found: dict[str, Retrieved] = {}
+        for request, vector in zip(requests, vectors, strict=True):
+            hits = unit_search(
+                query=request.query,
+                cancer_type=cancer_type,
+                kinds=request.kinds,
+                k=k,
+                case=case,
+                query_vector=vector,
+            )
+            retrieved = Retrieved(
+                applicable=[
+                    e for e in in_scope if e.kind in request.kinds and e.applies is not False
+                ],
+                hits=[_hit_evidence(hit, facts) for hit in hits],
+            )
+            self.used_version_ids.update(e.version_id for e in retrieved.applicable)
+            self.used_version_ids.update(e.version_id for e in retrieved.hits)
+            found[request.role] = retrieved
         return found

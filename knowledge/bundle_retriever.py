@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from consult.engine.protocols import Evidence
+from consult.engine.protocols import Evidence, EvidenceRequest, Retrieved
 from knowledge.applicability import case_facts, context_applies, missing_facts
 from knowledge.bundle import Bundle, UnitSpec, content_hash, unit_content
 
@@ -70,3 +70,21 @@ class BundleRetriever:
             if evidence.applies is not False and overlap > 0:
                 scored.append(evidence)
         return sorted(scored, key=lambda e: -e.score)[:k]
+
+    def retrieve(
+        self,
+        *,
+        cancer_type: str,
+        case: Mapping[str, Any],
+        requests: Sequence[EvidenceRequest],
+        k: int,
+    ) -> dict[str, Retrieved]:
+        return {
+            r.role: Retrieved(
+                applicable=self.applicable(cancer_type=cancer_type, kinds=r.kinds, case=case),
+                hits=self.search(
+                    query=r.query, cancer_type=cancer_type, kinds=r.kinds, k=k, case=case
+                ),
+            )
+            for r in requests
+        }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -161,6 +161,14 @@ def _fill_keyword(ids: set[int], query: SearchQuery | None) -> dict[int, float]:
         .values_list("pk", "rank")
     )
     return {pk: float(rank) for pk, rank in rows}
+
+
+def query_vectors(queries: Sequence[str]) -> list[list[float] | None]:
+    """The embeddings hybrid search will need for these queries, in one call to the provider
+    (None each when the dense side is weighted out): pass them to ``unit_search``."""
+    if settings.RETRIEVAL_DENSE_WEIGHT <= 0:
+        return [None] * len(queries)
+    return list(get_provider().embed(list(queries)))
 
 
 def unit_search(

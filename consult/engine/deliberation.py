@@ -34,9 +34,11 @@ from consult.engine.grounding import ground_report, tree_nodes
 from consult.engine.protocols import (
     EngineEvent,
     Evidence,
+    EvidenceRequest,
     ExperienceRetriever,
     NoExperience,
     PastCase,
+    Retrieved,
     Retriever,
     StepResult,
     StepStore,
@@ -193,24 +195,38 @@ class Deliberation:
             if part
         )
 
-    async def _retrieve(self, role: str) -> None:
-        kinds = ROLE_KINDS.get(role, ("therapy_step",))
+    def _requests(self, panel: Sequence[str]) -> list[EvidenceRequest]:
+        return [
+            EvidenceRequest(role, self._query(role), ROLE_KINDS.get(role, ("therapy_step",)))
+            for role in panel
+        ]
+
+    async def _fetch(self, requests: Sequence[EvidenceRequest]) -> dict[str, Retrieved]:
+        return await asyncio.to_thread(
+            self.retriever.retrieve,
+            cancer_type=self.cancer,
+            case=self.state.case,
+            requests=requests,
+            k=self.config.retrieval_k,
+        )
+
+    async def _retrieve_panel(self, panel: Sequence[str]) -> None:
+        """The whole panel's evidence in one retriever call, then one step per role."""
+        requests = self._requests(panel)
+        pending = [r for r in requests if await self.store.load(f"retrieval.{r.role}") is None]
+        fetched: dict[str, Retrieved] = {}
+        if pending:
+            if await self.store.cancelled():
+                raise Cancelled
+            fetched = await self._fetch(pending)
+        await asyncio.gather(*(self._retrieve(r, fetched.get(r.role)) for r in requests))
+
+    async def _retrieve(self, request: EvidenceRequest, fetched: Retrieved | None) -> None:
+        role = request.role
 
         async def run() -> StepResult:
-            applicable = await asyncio.to_thread(
-                self.retriever.applicable,
-                cancer_type=self.cancer,
-                kinds=kinds,
-                case=self.state.case,
-            )
-            hits = await asyncio.to_thread(
-                self.retriever.search,
-                query=self._query(role),
-                cancer_type=self.cancer,
-                kinds=kinds,
-                k=self.config.retrieval_k,
-                case=self.state.case,
-            )
+            found = fetched or (await self._fetch([request]))[role]
+            applicable, hits = found.applicable, found.hits
             merged: dict[str, Evidence] = {e.unit_id: e for e in applicable}
             for hit in hits:
                 merged.setdefault(hit.unit_id, hit)
@@ -219,7 +235,7 @@ class Deliberation:
             event = EngineEvent(
                 "retrieval",
                 {
-                    "query": self._query(role),
+                    "query": request.query,
                     "hits": [
                         {
                             "unit_id": e.unit_id,
@@ -575,7 +591,7 @@ class Deliberation:
         await self._triage()
         assert self.state.triage is not None  # noqa: S101
         panel = self.state.triage.panel
-        await asyncio.gather(*(self._retrieve(role) for role in panel))
+        await self._retrieve_panel(panel)
         weights = case_weights(
             self.state.facts, self.state.staging, self.state.evidence.get("safety", []), panel
         )

@@ -45,18 +45,36 @@ class Evidence:
         }
 
 
-class Retriever(Protocol):
-    def search(
-        self, *, query: str, cancer_type: str, kinds: Sequence[str], k: int, case: Mapping[str, Any]
-    ) -> list[Evidence]:
-        """Top-k hybrid hits of these kinds, excluding units that do not apply to the case."""
-        ...
+@dataclass(frozen=True)
+class EvidenceRequest:
+    """What one board member needs from the knowledge base."""
 
-    def applicable(
-        self, *, cancer_type: str, kinds: Sequence[str], case: Mapping[str, Any]
-    ) -> list[Evidence]:
-        """Every published unit of these kinds whose context applies (True) or cannot be
-        decided for lack of data (None)."""
+    role: str
+    query: str
+    kinds: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One member's evidence: every unit of its kinds whose context applies (True) or cannot
+    be decided for lack of data (None), and its top-k hybrid hits for the query (never a unit
+    that does not apply)."""
+
+    applicable: list[Evidence]
+    hits: list[Evidence]
+
+
+class Retriever(Protocol):
+    def retrieve(
+        self,
+        *,
+        cancer_type: str,
+        case: Mapping[str, Any],
+        requests: Sequence[EvidenceRequest],
+        k: int,
+    ) -> dict[str, Retrieved]:
+        """Evidence for each request, keyed by role. One call for the whole panel, so that a
+        retriever can batch the work (one embedding call, one connection)."""
         ...
 
 
