@@ -8,7 +8,11 @@ from django.db import transaction
 
 from consult.casefile.validate import parse_case_bytes
 from consult.models import Consultation, LesionDossier
-from consult.services.consultations import consultation_run, consultation_start
+from consult.services.consultations import (
+    broadcasts_drain,
+    consultation_run,
+    consultation_start,
+)
 from consult.services.dossiers import DossierError, dossier_create, dossier_submit, dossier_update
 from mdtboard.accounts.models import Team, User
 from mdtboard.accounts.roles import Role
@@ -64,5 +68,6 @@ def case_run(
             actor=actor, dossier=dossier, engine=engine, max_rounds=max_rounds, enqueue=False
         )
     consultation_run(consultation_id=consultation.pk)
+    broadcasts_drain()  # a command-line process exits right after: let the board hear the end
     consultation.refresh_from_db()
     return consultation

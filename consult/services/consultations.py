@@ -3,6 +3,7 @@ broadcasts), cancel, and recover runs whose worker died."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -46,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 LEASE = timedelta(seconds=30)
 DELTA_BATCH_S = 0.05
+CANCEL_CHECK_S = 0.5
 
 
 class ConsultationError(Exception):
@@ -146,25 +148,41 @@ def consultation_cancel(*, actor: Any, consultation: Consultation) -> Consultati
 
 
 def _append_events(
-    consultation: Consultation, events: list[EngineEvent], message: AgentMessage | None = None
+    consultation: Consultation,
+    events: list[EngineEvent],
+    message: AgentMessage | None = None,
+    *,
+    save_seq: bool = True,
 ) -> list[ConsultationEvent]:
-    """Give events the next sequence numbers (caller holds the consultation row lock)."""
+    """Give events the next sequence numbers (caller holds the consultation row lock; with
+    ``save_seq=False`` the caller saves ``last_seq`` in its own update)."""
+    return _append_event_groups(consultation, [(events, message)], save_seq=save_seq)
+
+
+def _append_event_groups(
+    consultation: Consultation,
+    groups: list[tuple[list[EngineEvent], AgentMessage | None]],
+    *,
+    save_seq: bool = True,
+) -> list[ConsultationEvent]:
     rows = []
-    for event in events:
-        consultation.last_seq += 1
-        rows.append(
-            ConsultationEvent(
-                consultation=consultation,
-                seq=consultation.last_seq,
-                kind=event.kind,
-                role=event.role,
-                round=event.round,
-                payload=event.payload,
-                message=message,
+    for events, message in groups:
+        for event in events:
+            consultation.last_seq += 1
+            rows.append(
+                ConsultationEvent(
+                    consultation=consultation,
+                    seq=consultation.last_seq,
+                    kind=event.kind,
+                    role=event.role,
+                    round=event.round,
+                    payload=event.payload,
+                    message=message,
+                )
             )
-        )
     ConsultationEvent.objects.bulk_create(rows)
-    Consultation.objects.filter(pk=consultation.pk).update(last_seq=consultation.last_seq)
+    if save_seq:
+        Consultation.objects.filter(pk=consultation.pk).update(last_seq=consultation.last_seq)
     ids = [(consultation.pk, row.seq) for row in rows]
     transaction.on_commit(lambda: _BROADCASTER.submit(_broadcast, ids))
     return rows
@@ -229,6 +247,30 @@ def _derived_rows(consultation: Consultation, events: list[EngineEvent]) -> None
             )
 
 
+def _message(consultation: Consultation, key: str, step: StepResult) -> AgentMessage:
+    round_no, kind, role = _kind_of(key)
+    usage = step.usage
+    report = step.result.get("report") or {}
+    return AgentMessage(
+        consultation=consultation,
+        step_key=key,
+        round=round_no,
+        role=role,
+        kind=kind,
+        payload=step.result,
+        confidence=report.get("confidence"),
+        evidence_refs=sorted(
+            {ref for claim in report.get("claims", []) for ref in claim.get("evidence", [])}
+        ),
+        tokens_prompt=usage.prompt_tokens if usage else 0,
+        tokens_completion=usage.completion_tokens if usage else 0,
+        latency_ms=usage.latency_ms if usage else 0,
+        cost_usd=Decimal(str(round(usage.cost_usd, 4))) if usage else Decimal(0),
+        model_name=usage.model if usage else "",
+        fallback=step.fallback[:300],
+    )
+
+
 # One thread per process renders and sends board events, in commit order, so that neither
 # the template rendering nor the channel layer sits on the deliberation's critical path.
 _BROADCASTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="board-broadcast")
@@ -241,70 +283,128 @@ def _broadcast(event_keys: list[tuple[int, int]]) -> None:
         connections.close_all()  # this thread's own connection: never left open
 
 
+def broadcasts_drain(timeout: float = 10.0) -> None:
+    """Wait until what has been queued for the board so far is sent: for short-lived
+    processes (the command line) that would otherwise exit before the last events go out."""
+    _BROADCASTER.submit(lambda: None).result(timeout=timeout)
+
+
 class DbStepStore:
     """Implements the engine's StepStore: one AgentMessage per completed step, its events
-    numbered and saved in the same transaction, broadcast after commit."""
+    numbered and saved in the same transaction, broadcast after commit.
+
+    Writes happen behind the engine, in order, on one writer: ``commit`` queues the step and
+    returns, so the next LLM call does not wait for the database; steps that finish while a
+    write is in flight go together in the next transaction. ``drain`` waits for every queued
+    step and raises the first write failure: the run saves no plan until its journal is
+    written, and a crash before that only means the unwritten steps are redone on resume.
+    A failed write also fails the next commit, so the engine stops at its next step.
+
+    The journal of completed steps is read once, on first use: only the lease holder adds to
+    it, and it does so through this store. The cancel flag is read with the row lock every
+    write takes; the check before a step queries it only when that reading is older than
+    CANCEL_CHECK_S (concurrent steps share one query), so a cancel stops the run at the next
+    step without a query per step."""
 
     def __init__(self, consultation_id: int) -> None:
         self.consultation_id = consultation_id
         self._buffers: dict[tuple[str, int], list[str]] = {}
         self._flushed: dict[tuple[str, int], float] = {}
+        self._journal: dict[str, dict[str, Any]] | None = None
+        self._cancel_requested = False
+        self._queue: list[tuple[str, StepResult]] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._failure: Exception | None = None
+        self._cancel_checked = 0.0  # time.monotonic() of the freshest reading of the flag
+        self._cancel_check: asyncio.Task[None] | None = None
 
-    def _load(self, key: str) -> dict[str, Any] | None:
-        message = AgentMessage.objects.filter(
-            consultation_id=self.consultation_id, step_key=key
-        ).first()
-        return message.payload if message else None
+    def _read_journal(self) -> tuple[dict[str, dict[str, Any]], bool]:
+        steps = dict(
+            AgentMessage.objects.filter(consultation_id=self.consultation_id).values_list(
+                "step_key", "payload"
+            )
+        )
+        return steps, self._read_cancel()
 
-    def _commit(self, key: str, step: StepResult) -> None:
+    def _commit(self, steps: list[tuple[str, StepResult]]) -> bool:
+        """Save the steps (except any an earlier attempt saved); return the cancel flag."""
         with transaction.atomic():
             consultation = Consultation.objects.select_for_update().get(pk=self.consultation_id)
-            if AgentMessage.objects.filter(consultation=consultation, step_key=key).exists():
-                return  # already committed by an earlier attempt: never twice
-            round_no, kind, role = _kind_of(key)
-            usage = step.usage
-            report = step.result.get("report") or {}
-            message = AgentMessage.objects.create(
-                consultation=consultation,
-                step_key=key,
-                round=round_no,
-                role=role,
-                kind=kind,
-                payload=step.result,
-                confidence=report.get("confidence"),
-                evidence_refs=sorted(
-                    {ref for claim in report.get("claims", []) for ref in claim.get("evidence", [])}
-                ),
-                tokens_prompt=usage.prompt_tokens if usage else 0,
-                tokens_completion=usage.completion_tokens if usage else 0,
-                latency_ms=usage.latency_ms if usage else 0,
-                cost_usd=Decimal(str(round(usage.cost_usd, 4))) if usage else Decimal(0),
-                model_name=usage.model if usage else "",
-                fallback=step.fallback[:300],
+            saved = set(
+                AgentMessage.objects.filter(
+                    consultation=consultation, step_key__in=[key for key, _ in steps]
+                ).values_list("step_key", flat=True)
             )
-            _append_events(consultation, step.events, message)
-            _derived_rows(consultation, step.events)
+            new = [(key, step) for key, step in steps if key not in saved]
+            if not new:
+                return consultation.cancel_requested
+            messages = AgentMessage.objects.bulk_create(
+                [_message(consultation, key, step) for key, step in new]
+            )
+            _append_event_groups(
+                consultation,
+                [(step.events, message) for (_, step), message in zip(new, messages, strict=True)],
+                save_seq=False,
+            )
+            _derived_rows(consultation, [event for _, step in new for event in step.events])
             Consultation.objects.filter(pk=consultation.pk).update(
+                last_seq=consultation.last_seq,
                 lease_until=timezone.now() + LEASE,
-                tokens_prompt=F("tokens_prompt") + message.tokens_prompt,
-                tokens_completion=F("tokens_completion") + message.tokens_completion,
-                cost_usd=F("cost_usd") + message.cost_usd,
+                tokens_prompt=F("tokens_prompt") + sum(m.tokens_prompt for m in messages),
+                tokens_completion=F("tokens_completion")
+                + sum(m.tokens_completion for m in messages),
+                cost_usd=F("cost_usd") + sum((m.cost_usd for m in messages), Decimal(0)),
             )
+            return consultation.cancel_requested
 
-    def _cancelled(self) -> bool:
-        return bool(
-            Consultation.objects.filter(pk=self.consultation_id)
-            .values_list("cancel_requested", flat=True)
-            .first()
-        )
+    async def _journaled(self) -> dict[str, dict[str, Any]]:
+        if self._journal is None:
+            started = time.monotonic()
+            self._journal, self._cancel_requested = await sync_to_async(self._read_journal)()
+            self._cancel_checked = started
+        return self._journal
 
     async def load(self, key: str) -> dict[str, Any] | None:
-        return await sync_to_async(self._load)(key)
+        return (await self._journaled()).get(key)
 
     async def commit(self, key: str, step: StepResult) -> None:
         for buffered in [k for k in self._buffers if k[0] in key]:
             await self._flush(buffered)
-        await sync_to_async(self._commit)(key, step)
+        journal = await self._journaled()
+        if self._failure is not None:
+            raise self._failure
+        journal[key] = step.result
+        self._queue.append((key, step))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write())
+
+    async def settle(self) -> None:
+        """Wait until the writer is idle (every queued step written, or a write failed)."""
+        while self._writer is not None and not self._writer.done():
+            await asyncio.wait([self._writer])
+
+    async def drain(self) -> None:
+        """Wait for every queued step to be written; raise the first write failure."""
+        await self.settle()
+        if self._failure is not None:
+            raise self._failure
+
+    async def _write(self) -> None:
+        while self._queue and self._failure is None:
+            batch, self._queue = self._queue, []
+            started = time.monotonic()
+            try:
+                cancel = await sync_to_async(self._commit)(batch)
+            except Exception as exc:  # noqa: BLE001 - re-raised by the next commit and by drain
+                logger.warning(
+                    "consultation %s: writing steps failed (%s)",
+                    self.consultation_id,
+                    type(exc).__name__,
+                )
+                self._failure = exc
+                return
+            self._cancel_requested = self._cancel_requested or cancel
+            self._cancel_checked = max(self._cancel_checked, started)
 
     async def delta(self, *, role: str, round: int, text: str) -> None:
         # Token fragments are batched (~50 ms) so that streaming costs the run almost nothing;
@@ -324,7 +424,29 @@ class DbStepStore:
             )
 
     async def cancelled(self) -> bool:
-        return await sync_to_async(self._cancelled)()
+        await self._journaled()
+        stale = time.monotonic() - self._cancel_checked > CANCEL_CHECK_S
+        if stale and not self._cancel_requested:
+            if self._cancel_check is None:
+                self._cancel_check = asyncio.create_task(self._check_cancel())
+            await self._cancel_check
+        return self._cancel_requested
+
+    async def _check_cancel(self) -> None:
+        try:
+            started = time.monotonic()
+            flag = await sync_to_async(self._read_cancel)()
+            self._cancel_requested = self._cancel_requested or flag
+            self._cancel_checked = max(self._cancel_checked, started)
+        finally:
+            self._cancel_check = None
+
+    def _read_cancel(self) -> bool:
+        return bool(
+            Consultation.objects.filter(pk=self.consultation_id)
+            .values_list("cancel_requested", flat=True)
+            .first()
+        )
 
 
 # --- running --------------------------------------------------------------------------------
@@ -401,11 +523,23 @@ def _finish(
             obj=consultation,
             payload={"plan_hash": consultation.plan.content_hash if plan else None},
         )
-    broadcasts.user_notify(
-        user_id=consultation.created_by_id,
-        level="success" if status == "completed" else "warning",
-        text=f"Consultation on {consultation.dossier.case_id}: {status}.",
-    )
+        case_id = LesionDossier.objects.values_list("case_id", flat=True).get(
+            pk=consultation.dossier_id
+        )
+        notice = {
+            "user_id": consultation.created_by_id,
+            "level": "success" if status == "completed" else "warning",
+            "text": f"Consultation on {case_id}: {status}.",
+        }
+        # After the board's last events, on their thread: the run is done once it is saved.
+        transaction.on_commit(lambda: _BROADCASTER.submit(_notify, notice))
+
+
+def _notify(notice: dict[str, Any]) -> None:
+    try:
+        broadcasts.user_notify(**notice)
+    except Exception:  # noqa: BLE001 - the result is saved; the dashboard shows it anyway
+        logger.warning("finish notice for user %s not delivered", notice["user_id"])
 
 
 def consultation_run(*, consultation_id: int) -> str:
@@ -430,21 +564,25 @@ def consultation_run(*, consultation_id: int) -> str:
         )
         provider = LLMProvider(llm)
     config = EngineConfig(**consultation.config)
+    store = DbStepStore(consultation_id)
     Consultation.objects.filter(pk=consultation_id).update(engine_label=provider.name)
     deliberation = Deliberation(
         case=case,
         facts=case_facts(case),
         staging=staging_summary(derive_all(case)),
         retriever=retriever,
-        store=DbStepStore(consultation_id),
+        store=store,
         provider=provider,
         config=config,
     )
 
     async def run() -> Any:
         try:
-            return await deliberation.run()
+            plan = await deliberation.run()
+            await store.drain()  # no plan is saved before the journal behind it
+            return plan
         finally:
+            await store.settle()  # whatever happened, finished steps are written for a resume
             if llm is not None:
                 await llm.aclose()
             # The step store's queries ran on asgiref's worker thread: close its connection.

@@ -168,6 +168,75 @@ def test_llm_consultation_runs_the_protocol_against_the_stub_over_http(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_cancel_during_a_run_stops_it_before_the_next_step(
+    clinician: Any, team: Any, llm_env: Any
+) -> None:
+    load_seed()
+    from django.db import connection
+
+    from tests.consult.llm_responder import clinical_responder
+
+    answer = clinical_responder(delay_s=0.6)
+    dossier = submitted(clinician, team, "pub-lung-01.json")
+    consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm", enqueue=False)
+
+    def respond(request: Any) -> Any:
+        # the clinician presses Cancel while the cross-reviews are being written
+        schema = (request.json_schema or {}).get("title")
+        if schema == "CrossReview" or '"title": "CrossReview"' in request.system:
+            try:
+                Consultation.objects.filter(pk=consultation.pk).update(cancel_requested=True)
+            finally:
+                connection.close()  # the stub's thread: leave no connection behind
+        return answer(request)
+
+    llm_env.switch.responder = respond
+    assert consultation_run(consultation_id=consultation.pk) == "cancelled"
+    consultation.refresh_from_db()
+    assert consultation.status == ConsultationStatus.CANCELLED
+    keys = set(
+        AgentMessage.objects.filter(consultation=consultation).values_list("step_key", flat=True)
+    )
+    # the reviews under way were finished and kept; nothing after them was asked for
+    assert any(key.startswith("r1.review.") for key in keys)
+    assert "r1.synthesis" not in keys
+    assert not Plan.objects.filter(consultation=consultation).exists()
+    assert_unbroken(consultation)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_write_fails_the_run_and_keeps_what_was_written(
+    clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_seed()
+    from consult.services.consultations import DbStepStore
+
+    written = DbStepStore._commit
+
+    def commit(self: Any, steps: Any) -> bool:
+        if any(key == "r1.synthesis" for key, _ in steps):
+            raise DatabaseError("disk full")
+        return written(self, steps)
+
+    monkeypatch.setattr(DbStepStore, "_commit", commit)
+    dossier = submitted(clinician, team, "pub-lung-01.json")
+    consultation = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+    assert consultation_run(consultation_id=consultation.pk) == "failed"
+    consultation.refresh_from_db()
+    # then the run failed with the error's type only, and no plan stands without its journal
+    assert consultation.status == ConsultationStatus.FAILED
+    assert consultation.error == "DatabaseError"
+    assert not Plan.objects.filter(consultation=consultation).exists()
+    keys = set(
+        AgentMessage.objects.filter(consultation=consultation).values_list("step_key", flat=True)
+    )
+    # the steps written before the failing transaction stay (a resume starts from them)
+    assert {"intake", "triage"} <= keys
+    assert not {"r1.synthesis", "gate", "plan"} & keys
+    assert_unbroken(consultation)
+
+
+@pytest.mark.django_db(transaction=True)
 def test_llm_reply_invalid_twice_falls_back_to_the_guideline_engine(
     clinician: Any, team: Any, llm_env: Any
 ) -> None:
