@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.contrib.postgres.search import SearchVector
@@ -199,9 +200,12 @@ def version_submit(*, actor: Any, version: UnitVersion) -> UnitVersion:
 
 
 @transaction.atomic
-def version_publish(*, actor: Any, version: UnitVersion, hotfix_reason: str = "") -> UnitVersion:
+def version_publish(
+    *, actor: Any, version: UnitVersion, hotfix_reason: str = "", embed: bool = True
+) -> UnitVersion:
     """Publish after review by someone other than the author; or, as a flagged hot-fix, by the
-    author directly (safety alerts cannot wait for a second curator)."""
+    author directly (safety alerts cannot wait for a second curator). ``embed=False`` leaves
+    queueing the embedding to the caller (a bundle import queues one task for all units)."""
     _require_curator(actor)
     version = _locked(version)
     if version.status not in (VersionStatus.IN_REVIEW, VersionStatus.DRAFT):
@@ -246,7 +250,8 @@ def version_publish(*, actor: Any, version: UnitVersion, hotfix_reason: str = ""
             **({"reason": hotfix_reason.strip()[:500]} if hotfix_reason else {}),
         },
     )
-    _queue_embedding(version)
+    if embed:
+        _queue_embedding([version.pk])
     return version
 
 
@@ -274,10 +279,15 @@ def version_retire(*, actor: Any, version: UnitVersion, reason: str) -> UnitVers
     return version
 
 
-def _queue_embedding(version: UnitVersion) -> None:
-    from knowledge.tasks import unit_version_embed
+EMBED_TASK_SIZE = 256  # versions per embedding task: well inside its time limit on a busy CPU
 
-    transaction.on_commit(lambda: unit_version_embed.delay(version.pk))
+
+def _queue_embedding(version_ids: list[int]) -> None:
+    from knowledge.tasks import versions_embed_task
+
+    for start in range(0, len(version_ids), EMBED_TASK_SIZE):
+        chunk = version_ids[start : start + EMBED_TASK_SIZE]
+        transaction.on_commit(partial(versions_embed_task.delay, chunk))
 
 
 # --- embeddings ---------------------------------------------------------------------------
@@ -367,6 +377,7 @@ def bundle_import(
     them at once as a recorded, audited act."""
     _require_curator(actor)
     result = BundleImportResult()
+    published: list[int] = []
     for spec in bundle.sources:
         source_save(actor=actor, spec=spec)
         result.sources += 1
@@ -382,9 +393,14 @@ def bundle_import(
         result.drafts += 1
         if publish:
             version_publish(
-                actor=actor, version=version, hotfix_reason=reason or "seed knowledge base import"
+                actor=actor,
+                version=version,
+                hotfix_reason=reason or "seed knowledge base import",
+                embed=False,
             )
+            published.append(version.pk)
             result.published += 1
+    _queue_embedding(published)  # one task for the whole bundle, not one per unit
     audit_record(
         action="kb.bundle.import",
         actor=actor,

@@ -8,13 +8,14 @@ from knowledge.services import versions_embed
 
 
 @shared_task(
-    name="knowledge.unit_version_embed",
+    name="knowledge.versions_embed",
     soft_time_limit=120,
     acks_late=True,
     autoretry_for=(ConnectionError,),
     retry_backoff=True,
     max_retries=5,
 )
-def unit_version_embed(version_id: int) -> int:
-    """Embed one published version; idempotent, so a redelivered task does no harm."""
-    return versions_embed(version_ids=[version_id])
+def versions_embed_task(version_ids: list[int]) -> int:
+    """Embed published versions that lack an embedding (a publication, or a whole bundle);
+    idempotent, so a redelivered task does no harm."""
+    return versions_embed(version_ids=version_ids)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import django_stubs_ext
 import environ
+from kombu.entity import Queue
 
 from mdtboard import __version__, embedded
 
@@ -159,6 +160,12 @@ CELERY_TASK_SOFT_TIME_LIMIT = 600
 CELERY_TASK_TIME_LIMIT = 660
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
+# Consultations have a queue of their own, consumed alongside the default one by every worker
+# (a worker started without -Q consumes all of CELERY_TASK_QUEUES, alternating between them):
+# a clinician's consultation never waits behind a knowledge-base import's embedding work.
+CELERY_TASK_QUEUES = tuple(Queue(name) for name in ("consultations", "celery"))  # type: ignore[no-untyped-call]
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_ROUTES = {"consult.consultation_run": {"queue": "consultations"}}
 
 # --- Knowledge base: embeddings and hybrid retrieval ---------------------------------------
 # "local" = the bundled all-MiniLM-L6-v2 (offline); "openai" = an OpenAI-compatible endpoint.

@@ -150,6 +150,27 @@ def test_bundle_reimport_of_unchanged_units_adds_no_versions(curator: Any) -> No
     assert (first.drafts, again.drafts, again.unchanged) == (2, 0, 2)
 
 
+def test_a_published_bundle_queues_its_embeddings_in_a_few_tasks_after_commit(
+    admin_user: Any, django_capture_on_commit_callbacks: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from knowledge import services, tasks
+
+    queued: list[list[int]] = []
+    monkeypatch.setattr(tasks.versions_embed_task, "delay", queued.append)
+    monkeypatch.setattr(services, "EMBED_TASK_SIZE", 2)
+    units = [unit(f"hcc.unit-{i}", text=f"Distinct paraphrase number {i}.") for i in range(5)]
+    with django_capture_on_commit_callbacks(execute=True):
+        result = bundle_import(actor=admin_user, bundle=bundle(*units), publish=True, reason="t")
+        assert queued == []  # nothing reaches the worker before the import commits
+    # then every published version is queued once, in tasks of at most EMBED_TASK_SIZE
+    published = set(
+        UnitVersion.objects.filter(status=VersionStatus.PUBLISHED).values_list("pk", flat=True)
+    )
+    assert result.published == 5
+    assert [len(ids) for ids in queued] == [2, 2, 1]
+    assert {pk for ids in queued for pk in ids} == published
+
+
 def test_export_of_published_units_reimports_to_the_same_content(
     curator: Any, second_curator: Any, sourced: None
 ) -> None:

@@ -36,6 +36,22 @@ def test_celery_task_round_trip_through_a_real_worker(celery_worker_proc: Any) -
     assert "core.ping" in celery_worker_proc.log.read_text()
 
 
+def test_consultations_have_their_own_queue_which_the_worker_consumes(
+    celery_worker_proc: Any,
+) -> None:
+    from consult.tasks import consultation_run
+    from mdtboard.celery import app
+
+    # a consultation is never queued behind embedding or import work...
+    route = app.amqp.router.route({}, consultation_run.name)
+    assert route["queue"].name == "consultations"
+    # ...and a worker started without -Q listens to both queues
+    ping.delay().get(timeout=30)  # the worker is up
+    queues = app.control.inspect(timeout=5).active_queues() or {}
+    consumed = {q["name"] for worker in queues.values() for q in worker}
+    assert {"consultations", "celery"} <= consumed
+
+
 @pytest.mark.django_db(transaction=True)
 def test_healthz_reports_every_service_up(client: Any, celery_worker_proc: Any) -> None:
     response = client.get("/healthz")
