@@ -76,6 +76,7 @@ class EngineConfig:
     agreement: float = 1.0  # share of agreeing votes that ends the rounds (1.0 = unanimity)
     wall_clock_s: float = 600.0
     retrieval_k: int = 12
+    cancel_poll_s: float = 1.0  # how often a run waiting on the LLM looks for a cancel
     jurisdiction: str | None = None
 
     def __post_init__(self) -> None:
@@ -587,6 +588,29 @@ class Deliberation:
     # --- the whole protocol ---------------------------------------------------------------------
 
     async def run(self) -> Plan:
+        """The protocol, watched for a cancel: one arriving while members wait on the LLM
+        interrupts those calls (what they would have said is not kept) instead of waiting
+        for them; steps already finished stay committed."""
+        protocol = asyncio.ensure_future(self._protocol())
+        watcher = asyncio.ensure_future(self._watch_cancel(protocol))
+        try:
+            return await protocol
+        except asyncio.CancelledError:
+            if watcher.done() and not watcher.cancelled() and watcher.result():
+                raise Cancelled from None
+            raise
+        finally:
+            watcher.cancel()
+
+    async def _watch_cancel(self, protocol: asyncio.Future[Plan]) -> bool:
+        while not protocol.done():
+            await asyncio.sleep(self.config.cancel_poll_s)
+            if not protocol.done() and await self.store.cancelled():
+                protocol.cancel()
+                return True
+        return False
+
+    async def _protocol(self) -> Plan:
         await self._intake()
         await self._triage()
         assert self.state.triage is not None  # noqa: S101

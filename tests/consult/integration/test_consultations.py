@@ -168,7 +168,7 @@ def test_llm_consultation_runs_the_protocol_against_the_stub_over_http(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_cancel_during_a_run_stops_it_before_the_next_step(
+def test_cancel_interrupts_members_waiting_on_the_llm(
     clinician: Any, team: Any, llm_env: Any
 ) -> None:
     load_seed()
@@ -176,18 +176,19 @@ def test_cancel_during_a_run_stops_it_before_the_next_step(
 
     from tests.consult.llm_responder import clinical_responder
 
-    answer = clinical_responder(delay_s=0.6)
+    answer, slow = clinical_responder(), clinical_responder(delay_s=8)
     dossier = submitted(clinician, team, "pub-lung-01.json")
     consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm", enqueue=False)
 
     def respond(request: Any) -> Any:
-        # the clinician presses Cancel while the cross-reviews are being written
         schema = (request.json_schema or {}).get("title")
         if schema == "CrossReview" or '"title": "CrossReview"' in request.system:
+            # the clinician presses Cancel while the cross-reviews are out (and slow)
             try:
                 Consultation.objects.filter(pk=consultation.pk).update(cancel_requested=True)
             finally:
                 connection.close()  # the stub's thread: leave no connection behind
+            return slow(request)
         return answer(request)
 
     llm_env.switch.responder = respond
@@ -197,10 +198,15 @@ def test_cancel_during_a_run_stops_it_before_the_next_step(
     keys = set(
         AgentMessage.objects.filter(consultation=consultation).values_list("step_key", flat=True)
     )
-    # the reviews under way were finished and kept; nothing after them was asked for
-    assert any(key.startswith("r1.review.") for key in keys)
+    # the reports finished before the cancel are kept; the reviews were not waited for, and
+    # nothing after them was asked for
+    assert "r1.report.treatment" in keys
+    assert not any(key.startswith("r1.review.") for key in keys)
     assert "r1.synthesis" not in keys
     assert not Plan.objects.filter(consultation=consultation).exists()
+    assert ConsultationEvent.objects.filter(
+        consultation=consultation, kind="status", payload__status="cancelled"
+    ).exists()
     assert_unbroken(consultation)
 
 
