@@ -116,6 +116,41 @@ def test_cancel_stops_between_steps(retriever: Any) -> None:
     assert store.steps == {}
 
 
+def test_cancel_interrupts_members_waiting_on_the_llm(retriever: Any) -> None:
+    import asyncio
+
+    from consult.engine.deliberation import Cancelled
+
+    case, _ = load_case(PUBLIC_CASES / "pub-hcc-01.json")
+    store = MemoryStore()
+
+    class Hanging:
+        """An LLM that never answers; the clinician cancels once the members are waiting."""
+
+        def model_for(self, role: str) -> str:
+            return "hanging"
+
+        async def complete_structured(self, **kwargs: Any) -> Any:
+            store.cancel = True
+            await asyncio.Event().wait()
+
+    config = EngineConfig(cancel_poll_s=0.01)
+    with pytest.raises(Cancelled):
+        run_coroutine(
+            lambda: deliberation(
+                case,
+                retriever=retriever,
+                store=store,
+                provider=LLMProvider(Hanging()),
+                config=config,
+            ).run()
+        )
+    # what finished before the cancel is kept; no member's turn is
+    assert "intake" in store.steps
+    assert any(key.startswith("retrieval.") for key in store.steps)
+    assert not any(key.startswith("r1.") for key in store.steps)
+
+
 def test_round_limit_is_validated() -> None:
     with pytest.raises(ValueError, match="max_rounds"):
         EngineConfig(max_rounds=9)
