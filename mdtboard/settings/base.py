@@ -163,7 +163,12 @@ CELERY_TIMEZONE = "UTC"
 # Consultations have a queue of their own, consumed alongside the default one by every worker
 # (a worker started without -Q consumes all of CELERY_TASK_QUEUES, alternating between them):
 # a clinician's consultation never waits behind a knowledge-base import's embedding work.
-CELERY_TASK_QUEUES = tuple(Queue(name) for name in ("consultations", "celery"))  # type: ignore[no-untyped-call]
+# Each queue needs its own routing key: queues bound with the same key on the same exchange
+# would each receive a copy of every task.
+CELERY_TASK_QUEUES = tuple(
+    Queue(name, routing_key=name)  # type: ignore[no-untyped-call]
+    for name in ("consultations", "celery")
+)
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {"consult.consultation_run": {"queue": "consultations"}}
 

@@ -45,6 +45,10 @@ def test_consultations_have_their_own_queue_which_the_worker_consumes(
     # a consultation is never queued behind embedding or import work...
     route = app.amqp.router.route({}, consultation_run.name)
     assert route["queue"].name == "consultations"
+    # and every task lands in exactly one queue (a shared binding would deliver it twice)
+    bindings = [(q.exchange.name, q.routing_key) for q in app.amqp.queues.values()]
+    assert len(bindings) == len(set(bindings))
+    assert route["queue"].routing_key == "consultations"
     # ...and a worker started without -Q listens to both queues
     ping.delay().get(timeout=30)  # the worker is up
     queues = app.control.inspect(timeout=5).active_queues() or {}
