@@ -596,16 +596,28 @@ class Deliberation:
         try:
             return await protocol
         except asyncio.CancelledError:
-            if watcher.done() and not watcher.cancelled() and watcher.result():
-                raise Cancelled from None
+            if watcher.done() and not watcher.cancelled():
+                stop = watcher.result()
+                if isinstance(stop, Exception):
+                    raise stop from None  # the store failed: the run fails with its error
+                if stop:
+                    raise Cancelled from None
             raise
         finally:
             watcher.cancel()
 
-    async def _watch_cancel(self, protocol: asyncio.Future[Plan]) -> bool:
+    async def _watch_cancel(self, protocol: asyncio.Future[Plan]) -> bool | Exception:
+        """Stop the protocol when the store reports a cancel, or fails to say."""
         while not protocol.done():
             await asyncio.sleep(self.config.cancel_poll_s)
-            if not protocol.done() and await self.store.cancelled():
+            if protocol.done():
+                break
+            try:
+                cancelled = await self.store.cancelled()
+            except Exception as exc:  # noqa: BLE001 - handed to run(), which raises it
+                protocol.cancel()
+                return exc
+            if cancelled:
                 protocol.cancel()
                 return True
         return False

@@ -54,6 +54,11 @@ class ConsultationError(Exception):
     pass
 
 
+class LeaseLost(Exception):
+    """Another worker took this run over (its lease had lapsed): this one stops, writing
+    nothing more, and leaves the consultation to the new owner."""
+
+
 NOT_SUBMITTED = "Submit the dossier first: a consultation deliberates on a frozen snapshot."
 NO_LLM = "No LLM endpoint is configured (OPENAI_BASE_URL, OPENAI_MODEL); use the guideline engine."
 ALREADY_FINISHED = "This consultation has already finished."
@@ -302,12 +307,14 @@ class DbStepStore:
 
     The journal of completed steps is read once, on first use: only the lease holder adds to
     it, and it does so through this store. The cancel flag is read with the row lock every
-    write takes; the check before a step queries it only when that reading is older than
-    CANCEL_CHECK_S (concurrent steps share one query), so a cancel stops the run at the next
-    step without a query per step."""
+    write takes; the check before a step (and the engine's cancel watcher, every second while
+    members wait on the LLM) queries it only when that reading is older than CANCEL_CHECK_S,
+    and that query also renews the lease: a long LLM call does not let the lease lapse. A
+    write or renewal that finds another owner raises LeaseLost."""
 
     def __init__(self, consultation_id: int) -> None:
         self.consultation_id = consultation_id
+        self.owner = _worker_id()
         self._buffers: dict[tuple[str, int], list[str]] = {}
         self._flushed: dict[tuple[str, int], float] = {}
         self._journal: dict[str, dict[str, Any]] | None = None
@@ -324,12 +331,14 @@ class DbStepStore:
                 "step_key", "payload"
             )
         )
-        return steps, self._read_cancel()
+        return steps, self._heartbeat()
 
     def _commit(self, steps: list[tuple[str, StepResult]]) -> bool:
         """Save the steps (except any an earlier attempt saved); return the cancel flag."""
         with transaction.atomic():
             consultation = Consultation.objects.select_for_update().get(pk=self.consultation_id)
+            if consultation.lease_owner != self.owner:
+                raise LeaseLost
             saved = set(
                 AgentMessage.objects.filter(
                     consultation=consultation, step_key__in=[key for key, _ in steps]
@@ -435,18 +444,19 @@ class DbStepStore:
     async def _check_cancel(self) -> None:
         try:
             started = time.monotonic()
-            flag = await sync_to_async(self._read_cancel)()
+            flag = await sync_to_async(self._heartbeat)()
             self._cancel_requested = self._cancel_requested or flag
             self._cancel_checked = max(self._cancel_checked, started)
         finally:
             self._cancel_check = None
 
-    def _read_cancel(self) -> bool:
-        return bool(
-            Consultation.objects.filter(pk=self.consultation_id)
-            .values_list("cancel_requested", flat=True)
-            .first()
-        )
+    def _heartbeat(self) -> bool:
+        """Renew the lease (raising LeaseLost if it is no longer ours); return the cancel
+        flag."""
+        mine = Consultation.objects.filter(pk=self.consultation_id, lease_owner=self.owner)
+        if not mine.update(lease_until=timezone.now() + LEASE):
+            raise LeaseLost
+        return bool(mine.values_list("cancel_requested", flat=True).first())
 
 
 # --- running --------------------------------------------------------------------------------
@@ -593,6 +603,9 @@ def consultation_run(*, consultation_id: int) -> str:
     except Cancelled:
         _finish(consultation_id, ConsultationStatus.CANCELLED)
         return "cancelled"
+    except LeaseLost:
+        logger.warning("consultation %s: another worker took the run over", consultation_id)
+        return "skipped"
     except Exception as exc:
         # The error's type only: messages may quote clinical data.
         logger.exception("consultation %s failed", consultation_id)

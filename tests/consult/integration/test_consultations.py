@@ -172,26 +172,17 @@ def test_cancel_interrupts_members_waiting_on_the_llm(
     clinician: Any, team: Any, llm_env: Any
 ) -> None:
     load_seed()
-    from django.db import connection
-
     from tests.consult.llm_responder import clinical_responder
 
-    answer, slow = clinical_responder(), clinical_responder(delay_s=8)
     dossier = submitted(clinician, team, "pub-lung-01.json")
     consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm", enqueue=False)
 
-    def respond(request: Any) -> Any:
-        schema = (request.json_schema or {}).get("title")
-        if schema == "CrossReview" or '"title": "CrossReview"' in request.system:
-            # the clinician presses Cancel while the cross-reviews are out (and slow)
-            try:
-                Consultation.objects.filter(pk=consultation.pk).update(cancel_requested=True)
-            finally:
-                connection.close()  # the stub's thread: leave no connection behind
-            return slow(request)
-        return answer(request)
+    def cancel(request: Any) -> None:
+        # the clinician presses Cancel while the (slow) cross-reviews are out
+        Consultation.objects.filter(pk=consultation.pk).update(cancel_requested=True)
+        time.sleep(8)
 
-    llm_env.switch.responder = respond
+    llm_env.switch.responder = _on_cross_review(cancel, clinical_responder())
     assert consultation_run(consultation_id=consultation.pk) == "cancelled"
     consultation.refresh_from_db()
     assert consultation.status == ConsultationStatus.CANCELLED
@@ -207,6 +198,88 @@ def test_cancel_interrupts_members_waiting_on_the_llm(
     assert ConsultationEvent.objects.filter(
         consultation=consultation, kind="status", payload__status="cancelled"
     ).exists()
+    assert_unbroken(consultation)
+
+
+def _on_cross_review(react: Any, answer: Any) -> Any:
+    """A stub responder that calls ``react(request)`` on every cross-review request."""
+
+    def respond(request: Any) -> Any:
+        schema = (request.json_schema or {}).get("title")
+        if schema == "CrossReview" or '"title": "CrossReview"' in request.system:
+            from django.db import connection
+
+            try:
+                react(request)
+            finally:
+                connection.close()  # the stub's thread: leave no connection behind
+        return answer(request)
+
+    return respond
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_lease_is_renewed_while_members_wait_on_a_slow_llm(
+    clinician: Any, team: Any, llm_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_seed()
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from consult.services import consultations
+    from tests.consult.llm_responder import clinical_responder
+
+    # given a lease shorter than one LLM call
+    monkeypatch.setattr(consultations, "LEASE", timedelta(seconds=3))
+    dossier = submitted(clinician, team, "pub-lung-01.json")
+    consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm", enqueue=False)
+    held: list[bool] = []
+
+    def slow_review(request: Any) -> None:
+        time.sleep(5)  # the reviewer thinks for longer than the lease lasts
+        lease_until = Consultation.objects.get(pk=consultation.pk).lease_until
+        held.append(lease_until is not None and lease_until > timezone.now())
+
+    llm_env.switch.responder = _on_cross_review(slow_review, clinical_responder())
+    assert consultation_run(consultation_id=consultation.pk) == "completed"
+    # then the waiting worker kept its lease: a worker starting meanwhile would not take over
+    assert held
+    assert all(held)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_lease_was_taken_over_stops_and_leaves_the_run_alone(
+    clinician: Any, team: Any, llm_env: Any
+) -> None:
+    load_seed()
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.consult.llm_responder import clinical_responder
+
+    dossier = submitted(clinician, team, "pub-lung-01.json")
+    consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm", enqueue=False)
+
+    def taken_over(request: Any) -> None:
+        # another worker claims the run (as if this one's lease had lapsed)
+        Consultation.objects.filter(pk=consultation.pk).update(
+            lease_owner="elsewhere:1", lease_until=timezone.now() + timedelta(minutes=5)
+        )
+        time.sleep(2)
+
+    llm_env.switch.responder = _on_cross_review(taken_over, clinical_responder())
+    assert consultation_run(consultation_id=consultation.pk) == "skipped"
+    consultation.refresh_from_db()
+    # then this worker wrote nothing more and left the run to its new owner
+    assert consultation.status == ConsultationStatus.RUNNING
+    assert consultation.lease_owner == "elsewhere:1"
+    keys = set(
+        AgentMessage.objects.filter(consultation=consultation).values_list("step_key", flat=True)
+    )
+    assert not any(key.startswith("r1.review.") for key in keys)
+    assert not Plan.objects.filter(consultation=consultation).exists()
     assert_unbroken(consultation)
 
 
