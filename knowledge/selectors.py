@@ -17,13 +17,13 @@ from typing import Any, Literal
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from pgvector.django import CosineDistance
 
 from knowledge.applicability import Truth, case_facts, context_applies
 from knowledge.bundle import Context, UnitKind
 from knowledge.embeddings import get_provider
-from knowledge.models import UnitEmbedding, UnitVersion, VersionStatus
+from knowledge.models import GuidelineSource, UnitEmbedding, UnitVersion, VersionStatus
 
 logger = logging.getLogger(__name__)
 
@@ -353,3 +353,45 @@ def unit_versions_for(*, unit_key: str) -> QuerySet[UnitVersion]:
         .select_related("unit", "source", "author", "reviewed_by")
         .order_by("-number")
     )
+
+
+# --- curator pages --------------------------------------------------------------------------
+
+
+def unit_latest_versions(
+    *, q: str = "", cancer_type: str = "", kind: str = "", status: str = "", source: str = ""
+) -> QuerySet[UnitVersion]:
+    """The latest version of every unit, with the number of its published version."""
+    latest = UnitVersion.objects.filter(unit=OuterRef("unit")).order_by("-number").values("pk")
+    published = UnitVersion.objects.filter(
+        unit=OuterRef("unit"), status=VersionStatus.PUBLISHED
+    ).values("number")
+    rows = (
+        UnitVersion.objects.filter(pk=Subquery(latest[:1]))
+        .annotate(published_number=Subquery(published[:1]))
+        .select_related("unit", "source")
+    )
+    if q:
+        rows = rows.filter(Q(unit__key__icontains=q) | Q(title__icontains=q) | Q(text__icontains=q))
+    if cancer_type:
+        rows = rows.filter(unit__cancer_type=cancer_type)
+    if kind:
+        rows = rows.filter(unit__kind=kind)
+    if status:
+        rows = rows.filter(status=status)
+    if source:
+        rows = rows.filter(source__key=source)
+    return rows.order_by("unit__key")
+
+
+def versions_in_review() -> QuerySet[UnitVersion]:
+    """The review queue, oldest submission first."""
+    return (
+        UnitVersion.objects.filter(status=VersionStatus.IN_REVIEW)
+        .select_related("unit", "author", "source")
+        .order_by("submitted_at", "pk")
+    )
+
+
+def sources_all() -> QuerySet[GuidelineSource]:
+    return GuidelineSource.objects.all()

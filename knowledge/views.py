@@ -11,7 +11,6 @@ from typing import Any
 
 import yaml
 from django.contrib import messages
-from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -39,7 +38,16 @@ from knowledge.forms import (
 )
 from knowledge.ingest import Candidate, IngestError, segment_document
 from knowledge.models import GuidelineSource, UnitVersion, VersionStatus
-from knowledge.selectors import Arbitrated, Hit, arbitrate, unit_search, unit_versions_for
+from knowledge.selectors import (
+    Arbitrated,
+    Hit,
+    arbitrate,
+    sources_all,
+    unit_latest_versions,
+    unit_search,
+    unit_versions_for,
+    versions_in_review,
+)
 from knowledge.services import (
     BundleError,
     BundleImportResult,
@@ -61,33 +69,7 @@ MAX_BUNDLE_BYTES = 20 * 1024 * 1024
 MAX_LIST_ROWS = 500
 
 
-# --- reads the curator pages need (candidates for knowledge.selectors) ---------------------
-
-
-def _latest_versions(
-    *, q: str = "", cancer_type: str = "", kind: str = "", status: str = "", source: str = ""
-) -> QuerySet[UnitVersion]:
-    """The latest version of every unit, with the number of its published version."""
-    latest = UnitVersion.objects.filter(unit=OuterRef("unit")).order_by("-number").values("pk")
-    published = UnitVersion.objects.filter(
-        unit=OuterRef("unit"), status=VersionStatus.PUBLISHED
-    ).values("number")
-    rows = (
-        UnitVersion.objects.filter(pk=Subquery(latest[:1]))
-        .annotate(published_number=Subquery(published[:1]))
-        .select_related("unit", "source")
-    )
-    if q:
-        rows = rows.filter(Q(unit__key__icontains=q) | Q(title__icontains=q) | Q(text__icontains=q))
-    if cancer_type:
-        rows = rows.filter(unit__cancer_type=cancer_type)
-    if kind:
-        rows = rows.filter(unit__kind=kind)
-    if status:
-        rows = rows.filter(status=status)
-    if source:
-        rows = rows.filter(source__key=source)
-    return rows.order_by("unit__key")
+# --- reads, with the 404 a page needs -------------------------------------------------------
 
 
 def _versions_of(key: str) -> list[UnitVersion]:
@@ -105,9 +87,7 @@ def _version(key: str, number: int) -> UnitVersion:
 
 
 def _source_choices() -> list[tuple[str, str]]:
-    return [
-        (s.key, f"{s.key} – {s.organisation} {s.version}") for s in GuidelineSource.objects.all()
-    ]
+    return [(s.key, f"{s.key} – {s.organisation} {s.version}") for s in sources_all()]
 
 
 # --- presentation -------------------------------------------------------------------------
@@ -226,7 +206,7 @@ def _back(request: AuthedRequest, version: UnitVersion) -> HttpResponse:
 def unit_list(request: AuthedRequest) -> HttpResponse:
     form = UnitFilterForm(request.GET or None, sources=_source_choices())
     filters: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
-    rows = _latest_versions(
+    rows = unit_latest_versions(
         q=filters.get("q", ""),
         cancer_type=filters.get("cancer_type", ""),
         kind=filters.get("kind", ""),
@@ -412,12 +392,7 @@ def version_retire_view(request: AuthedRequest, key: str, number: int) -> HttpRe
 @require_GET
 @role_required(*CURATORS)
 def review_queue(request: AuthedRequest) -> HttpResponse:
-    versions = (
-        UnitVersion.objects.filter(status=VersionStatus.IN_REVIEW)
-        .select_related("unit", "author", "source")
-        .order_by("submitted_at", "pk")
-    )
-    context = {"versions": versions, "is_admin": has_role(request.user, Role.ADMIN)}
+    context = {"versions": versions_in_review(), "is_admin": has_role(request.user, Role.ADMIN)}
     return render(request, "knowledge/review_queue.html", context)
 
 
@@ -427,7 +402,7 @@ def review_queue(request: AuthedRequest) -> HttpResponse:
 @require_GET
 @role_required(*CURATORS)
 def source_list(request: AuthedRequest) -> HttpResponse:
-    return render(request, "knowledge/source_list.html", {"sources": GuidelineSource.objects.all()})
+    return render(request, "knowledge/source_list.html", {"sources": sources_all()})
 
 
 def _save_source(
