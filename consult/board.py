@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 CORE_ROLES = ("diagnostic", "treatment", "safety", "monitoring")
@@ -105,6 +106,8 @@ class Board:
     tokens: int = 0
     cost_usd: float = 0.0
     resumed: bool = False
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
     def __post_init__(self) -> None:
         for role in CORE_ROLES:
@@ -124,6 +127,19 @@ class Board:
     def finished(self) -> bool:
         return self.status in ("completed", "failed", "cancelled")
 
+    @property
+    def elapsed_seconds(self) -> int | None:
+        """How long the run has taken so far (or took), None before it started."""
+        if self.started_at is None:
+            return None
+        end = self.finished_at or datetime.now(UTC)
+        return max(0, int((end - self.started_at).total_seconds()))
+
+    @property
+    def elapsed(self) -> str:
+        seconds = self.elapsed_seconds
+        return "" if seconds is None else f"{seconds // 60} min {seconds % 60} s"
+
 
 def apply(board: Board, event: dict[str, Any]) -> set[str]:
     """Fold one event into the board; returns what changed: "status", "intake", "panel:<role>",
@@ -136,9 +152,11 @@ def apply(board: Board, event: dict[str, Any]) -> set[str]:
         board.status = payload.get("status", board.status)
         board.error = payload.get("error", "") or ""
         board.resumed = board.resumed or bool(payload.get("resumed"))
+        _clock(board, event.get("at"))
         changed.add("status")
     elif kind == "cancelled":
         board.status = "cancelled"
+        _clock(board, event.get("at"))
         changed.add("status")
     elif kind == "intake":
         board.intake = payload
@@ -229,4 +247,15 @@ def event_dict(event: Any) -> dict[str, Any]:
         "role": event.role,
         "round": event.round,
         "payload": event.payload,
+        "at": event.created_at,
     }
+
+
+def _clock(board: Board, at: datetime | None) -> None:
+    """The run's start (its first "running") and end (a final status), from event times."""
+    if at is None:
+        return
+    if board.status == "running" and board.started_at is None:
+        board.started_at = at
+    elif board.finished and board.finished_at is None:
+        board.finished_at = at

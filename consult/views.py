@@ -9,7 +9,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -334,23 +333,15 @@ def consultation_board(request: AuthedRequest, pk: int) -> HttpResponse:
     events = selectors.consultation_events(consultation=consultation)
     board = build_board(consultation.pk, [event_dict(e) for e in events])
     board.status = consultation.status  # the row is the authority on queued/running
+    board.started_at, board.finished_at = consultation.started_at, consultation.finished_at
     context = {
         "consultation": consultation,
         "board": board,
-        "elapsed": _elapsed(consultation),
         "can_cancel": selectors.consultation_can_cancel(
             user=request.user, consultation_id=consultation.pk
         ),
     }
     return render(request, "consult/board.html", context)
-
-
-def _elapsed(consultation: Any) -> str:
-    if consultation.started_at is None:
-        return ""
-    end = consultation.finished_at or timezone.now()
-    seconds = int((end - consultation.started_at).total_seconds())
-    return f"{seconds // 60} min {seconds % 60} s"
 
 
 @require_POST

@@ -30,3 +30,22 @@
     event.detail.socketWrapper.send(JSON.stringify({ type: "resume", after: after }), board);
   });
 })();
+
+// The board's elapsed time ticks while the run is going (the server sends only changes). The
+// server's count is the base, so a wrong clock on this computer does not skew it.
+(function () {
+  "use strict";
+  function show(element) {
+    var base = parseInt(element.getAttribute("data-base") || "0", 10);
+    if (!base) {
+      var seconds = parseInt(element.getAttribute("data-elapsed-s") || "0", 10);
+      base = Date.now() - seconds * 1000;
+      element.setAttribute("data-base", String(base));
+    }
+    var elapsed = Math.max(0, Math.floor((Date.now() - base) / 1000));
+    element.textContent = Math.floor(elapsed / 60) + " min " + (elapsed % 60) + " s";
+  }
+  window.setInterval(function () {
+    document.querySelectorAll(".board-elapsed[data-ticking]").forEach(show);
+  }, 1000);
+})();

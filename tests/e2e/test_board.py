@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,10 @@ def test_board_reconnects_after_the_server_restarts_and_shows_each_event_once(
     page.wait_for_selector("#panel-diagnostic .state--done", timeout=60_000)
     consultation = Consultation.objects.latest("pk")
     assert consultation.status == "running"
+    # the run's clock ticks in the page between the server's updates
+    elapsed = "document.querySelector('#board-status .board-elapsed[data-ticking]')"
+    shown = page.evaluate(f"() => {elapsed}.textContent")
+    page.wait_for_function(f"t => {elapsed} && {elapsed}.textContent !== t", arg=shown)
     # when the web server goes away mid-run and comes back
     daphne.restart(down_s=1.0)
     # then the page reconnects by itself and the board completes
@@ -116,5 +121,7 @@ def test_board_reconnects_after_the_server_restarts_and_shows_each_event_once(
         timeout=30_000,
     )
     page.screenshot(path=str(screenshot_dir / "board-after-reconnect.png"), full_page=True)
-    # with every event exactly once
+    # with every event exactly once, and the clock stopped at the run's duration
     _dom_is_consistent(page, consultation)
+    assert page.locator("#board-status .board-elapsed[data-ticking]").count() == 0
+    assert re.fullmatch(r"\d+ min \d+ s", page.locator("#board-status .board-elapsed").inner_text())
