@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from pathlib import Path
@@ -93,8 +94,18 @@ def test_board_reconnects_after_the_server_restarts_and_shows_each_event_once(
     from tests.consult.llm_responder import clinical_responder
 
     load_seed()
-    # given an LLM deliberation slow enough to interrupt (every call takes 0.3 s)
-    llm_env.switch.responder = clinical_responder(delay_s=0.3)
+    # given an LLM deliberation slow enough to interrupt (every call takes 0.3 s, and the
+    # Coordinator's synthesis 3 s)
+    answer = clinical_responder(delay_s=0.3)
+
+    def respond(request: Any) -> Any:
+        reply = answer(request)
+        synthesis = (request.json_schema or {}).get("title") == "Synthesis"
+        if synthesis or '"title": "Synthesis"' in request.system:
+            return dataclasses.replace(reply, delay_s=3.0)
+        return reply
+
+    llm_env.switch.responder = respond
     login(page, daphne.url, clinician.email)
     _import_and_submit(page, daphne.url, "pub-lung-01.json")
     page.get_by_label("Engine").select_option("llm")
