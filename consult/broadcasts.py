@@ -48,8 +48,13 @@ def board_events(*, event_keys: list[tuple[int, int]]) -> None:
     for consultation_id, seqs in by_consultation.items():
         try:
             fragments = render_event_fragments(consultation_id, seqs)
-        except Exception:
-            logger.exception("rendering board events of consultation %s", consultation_id)
+        except Exception as exc:  # noqa: BLE001 - the events are saved; a reload renders them
+            # The type only: a traceback's values may quote clinical data.
+            logger.error(
+                "rendering board events of consultation %s failed (%s)",
+                consultation_id,
+                type(exc).__name__,
+            )
             fragments = [(seq, "") for seq in seqs]
         for seq, html in fragments:
             try:

@@ -54,6 +54,11 @@ class ConsultationError(Exception):
     pass
 
 
+class LLMNotConfigured(Exception):
+    """An LLM consultation, but the endpoint is not configured (any more) or misconfigured;
+    the message says which, for the board."""
+
+
 class LeaseLost(Exception):
     """Another worker took this run over (its lease had lapsed): this one stops, writing
     nothing more, and leaves the consultation to the new owner."""
@@ -558,24 +563,54 @@ def consultation_run(*, consultation_id: int) -> str:
     consultation = _claim(consultation_id)
     if consultation is None:
         return "skipped"
-    case = consultation.snapshot.data
     retriever = DbRetriever()
+    try:
+        plan = _deliberate(consultation, retriever)
+    except Cancelled:
+        _finish(consultation_id, ConsultationStatus.CANCELLED)
+        return "cancelled"
+    except LeaseLost:
+        logger.warning("consultation %s: another worker took the run over", consultation_id)
+        return "skipped"
+    except LLMNotConfigured as exc:
+        _finish(consultation_id, ConsultationStatus.FAILED, error=str(exc))
+        return "failed"
+    except Exception as exc:  # noqa: BLE001 - any failure ends the run as failed, said so
+        # The error's type only, in the record and in the log: messages (and the values in a
+        # traceback) may quote clinical data.
+        logger.error("consultation %s failed (%s)", consultation_id, type(exc).__name__)
+        _finish(consultation_id, ConsultationStatus.FAILED, error=type(exc).__name__)
+        return "failed"
+    _finish(
+        consultation_id,
+        ConsultationStatus.COMPLETED,
+        plan=plan.model_dump(mode="json"),
+        kb_versions=list(retriever.used_version_ids),
+    )
+    return "completed"
+
+
+def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
+    """Everything after the claim, so that any failure (a half-configured LLM endpoint
+    included) finishes the run as failed instead of leaving it "running"."""
+    case = consultation.snapshot.data
     provider: GuidelineProvider | LLMProvider = GuidelineProvider()
     llm = None
     if consultation.engine == EngineChoice.LLM:
-        settings = llm_settings()
+        try:
+            settings = llm_settings()
+        except ValueError as exc:  # names the variable, never case data
+            raise LLMNotConfigured(f"The LLM endpoint is misconfigured: {exc}") from exc
         if settings is None:
-            _finish(consultation_id, ConsultationStatus.FAILED, error=NO_LLM)
-            return "failed"
+            raise LLMNotConfigured(NO_LLM)
         from consult.llm import Budget, LLMClient
 
         llm = LLMClient(
             settings, Budget(tokens=settings.token_budget, cost_usd=settings.cost_budget_usd)
         )
         provider = LLMProvider(llm)
-    config = EngineConfig(**consultation.config)
-    store = DbStepStore(consultation_id)
-    Consultation.objects.filter(pk=consultation_id).update(engine_label=provider.name)
+    store = DbStepStore(consultation.pk)
+    Consultation.objects.filter(pk=consultation.pk).update(engine_label=provider.name)
     deliberation = Deliberation(
         case=case,
         facts=case_facts(case),
@@ -583,7 +618,7 @@ def consultation_run(*, consultation_id: int) -> str:
         retriever=retriever,
         store=store,
         provider=provider,
-        config=config,
+        config=EngineConfig(**consultation.config),
     )
 
     async def run() -> Any:
@@ -598,27 +633,7 @@ def consultation_run(*, consultation_id: int) -> str:
             # The step store's queries ran on asgiref's worker thread: close its connection.
             await sync_to_async(connections.close_all)()
 
-    try:
-        plan = run_coroutine(run)
-    except Cancelled:
-        _finish(consultation_id, ConsultationStatus.CANCELLED)
-        return "cancelled"
-    except LeaseLost:
-        logger.warning("consultation %s: another worker took the run over", consultation_id)
-        return "skipped"
-    except Exception as exc:
-        # The error's type only: messages may quote clinical data.
-        logger.exception("consultation %s failed", consultation_id)
-        _finish(consultation_id, ConsultationStatus.FAILED, error=type(exc).__name__)
-        return "failed"
-    used = set(retriever.used_version_ids)
-    _finish(
-        consultation_id,
-        ConsultationStatus.COMPLETED,
-        plan=plan.model_dump(mode="json"),
-        kb_versions=list(used),
-    )
-    return "completed"
+    return run_coroutine(run)
 
 
 def consultations_recover() -> list[int]:

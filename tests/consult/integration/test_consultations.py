@@ -316,6 +316,25 @@ def test_a_failed_write_fails_the_run_and_keeps_what_was_written(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_an_llm_endpoint_misconfigured_after_start_fails_the_run_and_says_why(
+    clinician: Any, team: Any, llm_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dossier = submitted(clinician, team, "pub-lung-01.json")
+    consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm", enqueue=False)
+    # when the worker runs with half of the endpoint's configuration
+    monkeypatch.delenv("OPENAI_MODEL")
+    assert consultation_run(consultation_id=consultation.pk) == "failed"
+    consultation.refresh_from_db()
+    # then the run is over (not left "running"), and the board names the missing variable
+    assert consultation.status == ConsultationStatus.FAILED
+    assert "OPENAI_MODEL is required" in consultation.error
+    assert consultation.lease_owner == ""
+    assert ConsultationEvent.objects.filter(
+        consultation=consultation, kind="status", payload__status="failed"
+    ).exists()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_llm_reply_invalid_twice_falls_back_to_the_guideline_engine(
     clinician: Any, team: Any, llm_env: Any
 ) -> None:
