@@ -22,8 +22,18 @@ from mdtboard.accounts.models import Team
 
 PRIOR_ROWS_EXTRA = 2
 NONE_WORD = "none"
-_INT = re.compile(r"[+-]?\d+")
-_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+# ASCII digits only, and a bounded count: int() rejects other scripts' digits in places and
+# integers of more than 4,300 digits; no measurement needs more than 30. Anything else stays
+# text, and the validator names what is wrong with it.
+_INT = re.compile(r"[+-]?[0-9]{1,30}")
+_NUMBER = re.compile(r"[+-]?([0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30})([eE][+-]?[0-9]{1,3})?")
+_COUNT = re.compile(r"[0-9]{1,9}")
+
+
+def small_count(text: str | None) -> int | None:
+    """A non-negative whole number typed or passed in a query string, or None."""
+    return int(text) if text and _COUNT.fullmatch(text) else None
+
 
 # Fields the section forms never edit: identity and format are fixed once a dossier exists.
 READ_ONLY = frozenset({"format", "case_id", "patient.pseudonym"})
@@ -103,7 +113,7 @@ def section_values(
 
 def _prior_rows(post: Any) -> list[dict[str, Any]]:
     rows = []
-    count = int(post.get("prior-count") or 0) if str(post.get("prior-count", "")).isdigit() else 0
+    count = small_count(post.get("prior-count")) or 0
     for index in range(min(count, 50)):
         row = {f.key: to_value(f, post.get(f"prior-{index}-{f.key}")) for f in PRIOR_THERAPY_FIELDS}
         if any(value is not None for value in row.values()):

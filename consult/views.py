@@ -26,6 +26,7 @@ from consult.forms import (
     prior_rows_for_display,
     section_fields,
     section_values,
+    small_count,
     to_text,
 )
 from consult.presenters import case_sections
@@ -42,6 +43,7 @@ from consult.services.dossiers import (
     dossier_export,
     dossier_submit,
     dossier_update,
+    dossier_version,
     dossier_warnings,
     draft_case,
 )
@@ -87,7 +89,7 @@ def dossier_list(request: AuthedRequest) -> HttpResponse:
         status=filters.get("status", ""),
         updated_from=filters.get("updated_from"),
         updated_to=filters.get("updated_to"),
-        patient_id=int(patient) if patient.isdigit() else None,
+        patient_id=small_count(patient),
     )
     template = "consult/dossier_list.html"
     if request.htmx:
@@ -169,6 +171,9 @@ def _edit_context(
         "response_choices": get_field("diagnosis.prior_therapies[].best_response").choices,
         "general_errors": general,
         "has_errors": bool(errors or general),
+        # The version of the dossier this form was filled in against (kept across a failed
+        # save, so that a stale form never overwrites a colleague's newer values).
+        "base": post.get("base", "") if post is not None else dossier_version(dossier),
     }
 
 
@@ -198,7 +203,9 @@ def dossier_edit(request: AuthedRequest, pk: int, section: str) -> HttpResponse:
     if request.method == "POST":
         data = section_values(dossier.data, section, dossier.cancer_type, request.POST)
         try:
-            dossier_update(actor=request.user, dossier=dossier, data=data)
+            dossier_update(
+                actor=request.user, dossier=dossier, data=data, base=request.POST.get("base")
+            )
         except DossierError as exc:
             errors, general = _errors_by_path(exc, section, dossier.cancer_type)
             context = _edit_context(dossier, section, data, errors, general, request.POST)

@@ -33,7 +33,10 @@ class DossierError(Exception):
 
 
 NOT_A_MEMBER = "You can only file cases for a team you belong to."
-ALREADY_SUBMITTED = "This dossier is submitted; open it for editing to change it."
+CHANGED_MEANWHILE = (
+    "Someone saved this dossier after you opened this page, so your changes were not saved "
+    "(they are still in the form below). Open the section again to see the current values."
+)
 HAS_ERRORS = "The dossier has errors; correct them before saving."
 CASE_ID_TAKEN = "This patient already has a dossier with case id {case_id!r}."
 
@@ -112,11 +115,22 @@ def dossier_create(
     return dossier
 
 
+def dossier_version(dossier: LesionDossier) -> str:
+    """A fingerprint of the dossier's content, for an edit form to say what it was based on."""
+    return content_hash(dossier.data)
+
+
 @transaction.atomic
-def dossier_update(*, actor: User, dossier: LesionDossier, data: dict[str, Any]) -> LesionDossier:
+def dossier_update(
+    *, actor: User, dossier: LesionDossier, data: dict[str, Any], base: str | None = None
+) -> LesionDossier:
     """Replace the dossier's draft content. A submitted dossier goes back to draft: its
-    snapshot stays as it was, and consultations keep referencing that snapshot."""
+    snapshot stays as it was, and consultations keep referencing that snapshot. With ``base``
+    (the ``dossier_version`` an edit form was filled in against), a dossier that changed in
+    the meantime is refused rather than silently overwritten."""
     dossier = LesionDossier.objects.select_for_update().get(pk=dossier.pk)
+    if base is not None and base != dossier_version(dossier):
+        raise DossierError(CHANGED_MEANWHILE, [])
     canonical = _validated(data, filename=dossier.case_id)
     if canonical["case_id"] != dossier.case_id:
         raise DossierError(

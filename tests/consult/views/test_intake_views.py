@@ -137,6 +137,36 @@ def test_section_save_stores_values_and_empty_means_not_available(
     assert "labs.albumin_g_dl" in page
 
 
+def test_a_section_saved_by_a_colleague_meanwhile_is_not_overwritten(
+    client: Any, dossier: LesionDossier, clinician: Any, colleague: Any
+) -> None:
+    import re
+
+    url = reverse("consult:dossier-edit", args=[dossier.pk, "labs"])
+    # given the clinician opened the labs section
+    client.force_login(clinician)
+    base = re.search(r'name="base" value="([0-9a-f]+)"', client.get(url).content.decode())
+    assert base is not None
+    # and a colleague then saved a new bilirubin
+    other = type(client)()
+    other.force_login(colleague)
+    assert other.post(url, {"labs__bilirubin_mg_dl": "2.2"}).status_code == 302
+    # when the clinician saves the form they had open
+    response = client.post(url, {"labs__bilirubin_mg_dl": "1.1", "base": base.group(1)})
+    # then nothing is overwritten, and the page says why and keeps what they typed
+    assert response.status_code == 422
+    page = response.content.decode()
+    assert "Someone saved this dossier after you opened this page" in page
+    assert 'value="1.1"' in page
+    dossier.refresh_from_db()
+    assert dossier.data["labs"]["bilirubin_mg_dl"] == 2.2
+    # and a form opened afterwards saves normally
+    fresh = re.search(r'name="base" value="([0-9a-f]+)"', client.get(url).content.decode())
+    assert fresh is not None
+    response = client.post(url, {"labs__bilirubin_mg_dl": "1.1", "base": fresh.group(1)})
+    assert response.status_code == 302
+
+
 def test_inline_check_returns_the_fields_error_without_saving(
     client: Any, dossier: LesionDossier, clinician: Any
 ) -> None:
