@@ -167,6 +167,24 @@ def test_a_section_saved_by_a_colleague_meanwhile_is_not_overwritten(
     assert response.status_code == 302
 
 
+def test_digits_int_cannot_read_get_a_clear_answer_not_a_crash(
+    client: Any, dossier: LesionDossier, clinician: Any
+) -> None:
+    client.force_login(clinician)
+    saved = dict(dossier.data["patient"])
+    # a superscript digit and an over-long number in the list's patient filter
+    for patient in ("\u00b2", "9" * 5000):
+        assert client.get(reverse("consult:dossier-list"), {"patient": patient}).status_code == 200
+    # and in an integer field of a section
+    url = reverse("consult:dossier-edit", args=[dossier.pk, "patient"])
+    response = client.post(url, {"patient__age_years": "9" * 5000, "patient__ecog": "\u0663"})
+    assert response.status_code == 422
+    page = response.content.decode()
+    assert "field--error" in page
+    dossier.refresh_from_db()
+    assert dossier.data["patient"] == saved
+
+
 def test_inline_check_returns_the_fields_error_without_saving(
     client: Any, dossier: LesionDossier, clinician: Any
 ) -> None:
