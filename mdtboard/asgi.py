@@ -6,7 +6,10 @@ import os
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mdtboard.settings.local")
+# A server or worker started without DJANGO_SETTINGS_MODULE gets the production settings
+# (which refuse to start without their secrets), never the development ones with DEBUG on.
+# `make run` and manage.py choose the development settings explicitly.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mdtboard.settings.production")
 
 # Django must be set up before anything imports models (the routing does, through consumers).
 django_asgi_app = get_asgi_application()

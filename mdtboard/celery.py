@@ -6,7 +6,10 @@ import os
 
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mdtboard.settings.local")
+# A server or worker started without DJANGO_SETTINGS_MODULE gets the production settings
+# (which refuse to start without their secrets), never the development ones with DEBUG on.
+# `make run` and manage.py choose the development settings explicitly.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mdtboard.settings.production")
 
 app = Celery("mdtboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
