@@ -157,6 +157,11 @@ def llm_env(llm_stub: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 def celery_worker_proc(
     django_db_setup: None, django_db_blocker: Any, llm_stub: Any
 ) -> Iterator[WorkerHandle]:
+    from mdtboard.celery import app
+
+    # Tasks an earlier session or test left in the test broker refer to rows that are gone
+    # (and ids a fresh test database hands out again): the worker starts on an empty queue.
+    app.control.purge()
     handle = WorkerHandle(_test_database_name(), llm_stub.env())
     yield handle
     handle.stop()

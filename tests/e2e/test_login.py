@@ -17,6 +17,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 def test_clinician_logs_in_through_the_real_login_page(
     daphne_server: str, celery_worker_proc: Any, page: Any, clinician: Any, screenshot_dir: Path
 ) -> None:
+    # (the page records when htmx has opened its WebSocket, so the test need not guess)
+    page.add_init_script(
+        "document.addEventListener('htmx:wsOpen', () => { window.mdtboardSocketOpen = true; })"
+    )
     # given a visitor who opens the app
     page.goto(daphne_server + "/")
     # then they are sent to the login page
@@ -35,11 +39,7 @@ def test_clinician_logs_in_through_the_real_login_page(
     assert page.locator(".role-tag").inner_text() == "Clinician"
     assert "Hepatobiliary MDT" in page.content()
     # and a notice pushed over the WebSocket (Daphne + channels-redis) appears on the page
-    page.wait_for_function(
-        "() => document.querySelector('#notices') && "
-        "document.querySelector('#notices').getAttribute('hx-ext') === 'ws'"
-    )
-    page.wait_for_timeout(500)  # let htmx open the socket before the broadcast
+    page.wait_for_function("() => window.mdtboardSocketOpen === true")
     # (from another thread: Playwright's event loop owns this one)
     in_thread(user_notify, user_id=clinician.pk, level="success", text="Consultation finished")
     page.wait_for_selector(".notice:has-text('Consultation finished')", timeout=10_000)

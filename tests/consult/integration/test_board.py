@@ -170,8 +170,13 @@ def test_only_the_starter_may_cancel(
 
 
 def test_start_from_the_dossier_page_opens_the_board(
-    client: Any, clinician: Any, team: Any
+    client: Any, clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from consult.models import Consultation
+    from consult.tasks import consultation_run
+
+    queued: list[int] = []
+    monkeypatch.setattr(consultation_run, "delay", queued.append)  # no worker in this test
     load_seed()
     dossier = submitted(clinician, team, "pub-lymph-02.json")
     client.force_login(clinician)
@@ -179,10 +184,16 @@ def test_start_from_the_dossier_page_opens_the_board(
     assert "Start consultation" in page
     response = client.post(
         reverse("consult:consultation-start", args=[dossier.pk]),
-        {"engine": "guideline", "max_rounds": 3},
+        {"engine": "guideline", "max_rounds": 2},
     )
+    # then a queued consultation with the chosen settings exists, its run is handed to the
+    # workers, and the clinician lands on its board
+    consultation = Consultation.objects.get(dossier=dossier)
+    assert (consultation.status, consultation.engine) == ("queued", "guideline")
+    assert consultation.config["max_rounds"] == 2
+    assert queued == [consultation.pk]
     assert response.status_code == 302
-    assert "/consultations/" in response["Location"]
+    assert response["Location"] == reverse("consult:consultation-board", args=[consultation.pk])
     bad = client.post(
         reverse("consult:consultation-start", args=[dossier.pk]),
         {"engine": "guideline", "max_rounds": 9},

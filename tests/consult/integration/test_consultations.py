@@ -38,11 +38,17 @@ SEED = REPO / "knowledge" / "seed"
 
 def load_seed() -> None:
     """The shipped knowledge base, published (without embeddings: the guideline engine needs
-    only applicability, and keyword retrieval still ranks)."""
+    only applicability, and keyword retrieval still ranks). No embedding task is queued: a
+    session worker embedding the seed mid-test would change what dense retrieval returns."""
+    from unittest import mock
+
+    from knowledge.tasks import versions_embed_task
+
     raw = b"\n---\n".join(p.read_bytes() for p in sorted(SEED.glob("*.yaml")))
     bundle, errors = bundle_parse(raw, filename="seed.yaml")
     assert bundle is not None, errors
-    bundle_import(actor=None, bundle=bundle, publish=True, reason="test seed")
+    with mock.patch.object(versions_embed_task, "delay"):
+        bundle_import(actor=None, bundle=bundle, publish=True, reason="test seed")
 
 
 def submitted(clinician: Any, team: Any, name: str) -> Any:
@@ -267,7 +273,7 @@ def test_a_run_whose_lease_was_taken_over_stops_and_leaves_the_run_alone(
         Consultation.objects.filter(pk=consultation.pk).update(
             lease_owner="elsewhere:1", lease_until=timezone.now() + timedelta(minutes=5)
         )
-        time.sleep(2)
+        time.sleep(8)  # a reply this run stops waiting for once it sees the takeover
 
     llm_env.switch.responder = _on_cross_review(taken_over, clinical_responder())
     assert consultation_run(consultation_id=consultation.pk) == "skipped"

@@ -89,11 +89,9 @@ def test_healthz_is_503_when_no_worker_answers(client: Any, monkeypatch: Any) ->
     monkeypatch.setattr(health.celery_app.control, "broadcast", lambda *a, **kw: [])
     response = client.get("/healthz")
     assert response.status_code == 503
-    assert response.json()["checks"]["worker"] == {
-        "ok": False,
-        "detail": "LookupError",
-        "latency_ms": pytest.approx(0, abs=50),
-    }
+    worker = response.json()["checks"]["worker"]
+    assert (worker["ok"], worker["detail"]) == (False, "LookupError")
+    assert worker["latency_ms"] >= 0
 
 
 def _ws_url(base_url: str) -> str:
