@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from consult.engine.matching import SEVERITY_RISK, targets
+from consult.engine.matching import SEVERITY_RISK, drug_key, targets, vetoes
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import (
     ConflictRecord,
@@ -91,29 +91,43 @@ def weighted_consensus(
 ) -> Consensus:
     """Keep a proposed component when its weighted support exceeds the threshold. Safety
     first: a critical or major restriction from the knowledge base vetoes it outright."""
-    ungrounded = ungrounded or {}
     proposals: dict[str, tuple[ProposedComponent, list[str]]] = {}
     same_drugs: dict[tuple[str, frozenset[str]], str] = {}
+    alias: dict[str, str] = {}  # a merged wording -> the wording of the item it joined
     for role, report in reports.items():
         for component in report.components:
             # Two units recommending the same drugs by the same route are one plan item:
-            # keep the first (best graded) wording and pool the evidence.
-            drugs = frozenset(a.casefold() for a in component.agents)
-            key = (component.modality, drugs)
-            if drugs and key in same_drugs and same_drugs[key] != component.description:
-                first = proposals[same_drugs[key]][0]
+            # keep the first (best graded) wording, pool the evidence, and count the member
+            # as one of its supporters.
+            key = drug_key(component)
+            if key[1] and key in same_drugs and same_drugs[key] != component.description:
+                kept_description = same_drugs[key]
+                first, supporters = proposals[kept_description]
                 first.evidence = list(dict.fromkeys([*first.evidence, *component.evidence]))
+                if role not in supporters:
+                    supporters.append(role)
+                alias.setdefault(component.description, kept_description)
                 continue
-            if drugs:
+            if key[1]:
                 same_drugs.setdefault(key, component.description)
             entry = proposals.setdefault(
                 component.description, (component.model_copy(deep=True), [])
             )
             entry[1].append(role)
+
+    def item(description: str) -> str:
+        """The plan item a wording stands for (its own, or the one it was merged into)."""
+        return description if description in proposals else alias.get(description, description)
+
+    # Objections and ungrounded proposals name a member's own wording: resolve it to the item.
     disputed: dict[str, list[str]] = {}
     for reviewer, _target, critique in critiques:
         for concern in critique.concerns:
-            disputed.setdefault(concern, []).append(reviewer)
+            disputed.setdefault(item(concern), []).append(reviewer)
+    unsupported = {
+        role: {item(description) for description in descriptions}
+        for role, descriptions in (ungrounded or {}).items()
+    }
     kept, rejected, support = [], [], {}
     conflicts: list[ConflictRecord] = []
     for description, (component, proposers) in proposals.items():
@@ -122,7 +136,7 @@ def weighted_consensus(
             weight = weights.get(role, 1.0)
             confidence = report.confidence
             if role in proposers:
-                grounded = description not in ungrounded.get(role, set())
+                grounded = description not in unsupported.get(role, set())
                 decision = 1.0 if grounded else 0.5
             elif role in disputed.get(description, []):
                 decision = -1.0
@@ -133,14 +147,9 @@ def weighted_consensus(
         score = numerator / denominator if denominator else 0.0
         support[description] = round(score, 3)
         restrictions = _restrictions(safety_evidence, component)
-        vetoes = [
-            (u, hit)
-            for u, hit in restrictions
-            if u.action.get("effect") == "remove"
-            and u.action.get("severity") in ("critical", "major")
-        ]
-        if vetoes:
-            unit, hit = vetoes[0]
+        vetoing = [(u, hit) for u, hit in restrictions if vetoes(u.action)]
+        if vetoing:
+            unit, hit = vetoing[0]
             reason = f"{unit.title}: {unit.action.get('advice', '')} ({unit.unit_id})"
             rejected.append(RejectedOption(option=description, reason=reason))
             conflicts.append(

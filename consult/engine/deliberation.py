@@ -508,8 +508,9 @@ class Deliberation:
 
         async def plan_run() -> StepResult:
             plan = self._assemble(gate)
+            # What the plan still lacks (a monitoring phase, a recommendation) stays in the
+            # review event: needs_data is the patient data the board needs.
             review = final_review(plan)
-            plan.needs_data = sorted(set(plan.needs_data) | set(review["missing"]))
             events = [
                 EngineEvent("review", review, role="final_reviewer"),
                 EngineEvent("plan", plan.model_dump(mode="json"), role="coordinator"),
@@ -578,8 +579,12 @@ class Deliberation:
             monitoring=monitoring,
             evidence=evidence,
             confidence=self.state.synthesis.confidence,
-            conflicts=self.state.conflicts
-            + [ConflictRecord.model_validate(c) for c in gate["conflicts"]],
+            conflicts=_unique(
+                [
+                    *self.state.conflicts,
+                    *(ConflictRecord.model_validate(c) for c in gate["conflicts"]),
+                ]
+            ),
             abstain=not plan_components,
             needs_data=needs,
             rounds=self.state.rounds,
@@ -642,6 +647,15 @@ class Deliberation:
         else:
             self.state.stopped_by = "round limit"
         return await self._final()
+
+
+def _unique(conflicts: Sequence[ConflictRecord]) -> list[ConflictRecord]:
+    """The conflicts in order, each identical record once (a conflict that stands for
+    several rounds is recorded every round)."""
+    seen: dict[str, ConflictRecord] = {}
+    for conflict in conflicts:
+        seen.setdefault(conflict.model_dump_json(), conflict)
+    return list(seen.values())
 
 
 def final_review(plan: Plan) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from consult.engine.consensus import conflict_record
-from consult.engine.matching import SEVERITY_RISK, targets
+from consult.engine.matching import SEVERITY_RISK, targets, vetoes
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import (
     ConflictRecord,
@@ -59,7 +59,13 @@ def safety_gate(
         advice = str(action.get("advice") or "")
         hits = {i: targets(action, c) for i, c in enumerate(components)}
         hits = {i: h for i, h in hits.items() if h}
-        relevant = bool(hits) or effect == "flag"
+        # A rule matters when it targets a plan item; a flag that names no agent and no
+        # modality (e.g. antiviral prophylaxis) concerns the patient whatever the plan.
+        # A flag naming drugs the plan does not contain is not relevant.
+        general_flag = (
+            effect == "flag" and not action.get("agents") and not action.get("modalities")
+        )
+        relevant = bool(hits) or general_flag
         if not relevant:
             continue
         touched = ", ".join(sorted({name for h in hits.values() for name in h})) or "the plan"
@@ -98,7 +104,7 @@ def safety_gate(
                 evidence=[unit.unit_id],
             )
         )
-        if effect == "remove" and severity in ("critical", "major") and hits:
+        if vetoes(action) and hits:
             for index, names in hits.items():
                 if index in removed:
                     continue

@@ -18,7 +18,7 @@ from consult.engine.context import (
     Triage,
     VoteInput,
 )
-from consult.engine.matching import targets
+from consult.engine.matching import drug_key, targets, vetoes
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import (
     Claim,
@@ -74,6 +74,14 @@ def _applying(evidence: Sequence[Evidence]) -> list[Evidence]:
     return [e for e in evidence if e.applies is True]
 
 
+def _tests_fact(unit: Evidence, fact: str) -> bool:
+    """Whether one of the unit's conditions (a knowledge-base Context: flat ``all`` and ``any``
+    lists) tests exactly this fact; the words of ``exceptions`` are not conditions."""
+    context = unit.content.get("context") or {}
+    conditions = [*(context.get("all") or ()), *(context.get("any") or ())]
+    return any(condition.get("fact") == fact for condition in conditions)
+
+
 # --- triage --------------------------------------------------------------------------------
 
 
@@ -121,7 +129,7 @@ def diagnostic(inp: RoleInput) -> RoleReport:
             parts.append(f"{label} not derivable")
             continue
         parts.append(f"{label} {value}")
-        cited = [e.unit_id for e in staging_units if key in str(e.content.get("context"))]
+        cited = [e.unit_id for e in staging_units if _tests_fact(e, f"derived.{key}")]
         claims.append(
             Claim(
                 text=f"{label}: {value} (calculated from the dossier)",
@@ -313,9 +321,9 @@ def review(inp: ReviewInput) -> CrossReview:
             for component in inp.report.components:
                 if not targets(unit.action, component):
                     continue
-                # Only a serious "remove" rule disputes the option; a condition is a note that
-                # the safety gate will attach to it.
-                if effect == "remove" and unit.action.get("severity") in ("critical", "major"):
+                # Only a rule that vetoes (a critical or major "remove") disputes the option;
+                # any other is a note: the safety gate will attach it as a condition.
+                if vetoes(unit.action):
                     concerns.append(component.description)
                 notes.append(
                     f"{component.description}: {unit.title} "
@@ -402,23 +410,18 @@ def vote(inp: VoteInput) -> Vote:
             c.description
             for c in inp.draft.components
             for unit in _applying(inp.evidence)
-            if unit.action.get("effect") == "remove" and targets(unit.action, c)
+            if vetoes(unit.action) and targets(unit.action, c)
         ]
         if restricted:
             return Vote(agree=False, advice="Remove: " + "; ".join(sorted(set(restricted))))
         return Vote(agree=True, advice="No remaining safety objection.")
     if inp.role == "treatment":
         # An item merged into another with the same drugs is not dropped.
-        same_drugs = {
-            (c.modality, frozenset(a.casefold() for a in c.agents))
-            for c in inp.draft.components
-            if c.agents
-        }
+        same_drugs = {drug_key(c) for c in inp.draft.components if c.agents}
         dropped = [
             c.description
             for c in inp.report.components
-            if c.description not in draft_descriptions
-            and (c.modality, frozenset(a.casefold() for a in c.agents)) not in same_drugs
+            if c.description not in draft_descriptions and drug_key(c) not in same_drugs
         ]
         rejected = {r.option for r in inp.draft.rejected}
         unexplained = [d for d in dropped if d not in rejected]

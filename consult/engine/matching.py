@@ -8,6 +8,23 @@ from typing import Any
 from consult.engine.schemas import ProposedComponent
 
 SEVERITY_RISK = {"critical": 1.0, "major": 0.7, "minor": 0.3}
+VETO_SEVERITIES = ("critical", "major")
+
+
+def vetoes(action: Mapping[str, Any]) -> bool:
+    """Whether a safety action removes the plan items it targets: a "remove" rule of critical
+    or major severity. A minor "remove" rule only conditions them. The one rule used by the
+    weighted consensus, the safety gate, and Safety's review and vote, so that they agree.
+    (The knowledge base requires a severity; a rule without one counts as major, as it
+    always has in the gate: safety first.)"""
+    severity = action.get("severity") or "major"
+    return action.get("effect") == "remove" and severity in VETO_SEVERITIES
+
+
+def drug_key(component: ProposedComponent) -> tuple[str, frozenset[str]]:
+    """Two components with the same key (modality and drugs, case-insensitive) are one plan
+    item, whatever their wording."""
+    return component.modality, frozenset(a.casefold() for a in component.agents)
 
 
 def _norm(text: str) -> str:
