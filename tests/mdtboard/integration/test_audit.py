@@ -96,6 +96,23 @@ def test_audit_logs_login_failed_login_and_logout(client: Any, clinician: Any) -
     assert audit_verify().ok
 
 
+def test_a_login_name_that_is_no_account_is_kept_only_as_a_digest(client: Any) -> None:
+    # when someone fails to log in as an address that is no account (a typo, or a password
+    # pasted into the wrong field)
+    typed = "s3cret.pass@word.test"
+    client.post(reverse("account_login"), {"login": typed, "password": "x"})
+    # then the failure is logged without that text, as a digest that repeats with it
+    failed = AuditEvent.objects.get(action="auth.login_failed")
+    assert "s3cret" not in str(failed.payload)
+    assert "identifier" not in failed.payload
+    client.post(reverse("account_login"), {"login": typed, "password": "x"})
+    digests = {
+        e.payload["unknown_identifier_digest"]
+        for e in AuditEvent.objects.filter(action="auth.login_failed")
+    }
+    assert len(digests) == 1
+
+
 def test_audit_verify_command_reports_intact_chain(clinician: Any, capsys: Any) -> None:
     call_command("audit_verify")
     assert "audit chain intact" in capsys.readouterr().out
