@@ -72,19 +72,9 @@ def board_events(*, event_keys: list[tuple[int, int]]) -> None:
                 return
 
 
-def board_delta(*, consultation_id: int, role: str, round: int, text: str) -> None:
-    """An ephemeral token fragment of a role's reply; never persisted, may be lost."""
-    try:
-        _send(
-            consultation_group(consultation_id),
-            {"type": "board.delta", "role": role, "round": round, "text": text},
-        )
-    except Exception:  # noqa: BLE001 - fragments are best effort by design
-        logger.debug("delta broadcast failed for consultation %s", consultation_id)
-
-
 async def board_delta_async(*, consultation_id: int, role: str, round: int, text: str) -> None:
-    """The same, from async code (the engine's event loop): no thread hop per fragment."""
+    """An ephemeral token fragment of a role's reply, sent from the engine's event loop;
+    never persisted, may be lost."""
     layer = get_channel_layer()
     if layer is None:
         return

@@ -71,13 +71,6 @@ def dossier_get(*, user: Any, pk: int) -> LesionDossier:
         raise Http404("No such dossier") from exc
 
 
-def team_get(*, user: Any, pk: int) -> Team:
-    try:
-        return teams_for(user=user).get(pk=pk)
-    except Team.DoesNotExist as exc:
-        raise Http404("No such team") from exc
-
-
 def consultation_get(*, user: Any, pk: int) -> Consultation:
     """The consultation if the user's teams own its patient (admins see all); 404 otherwise."""
     _require_clinical_role(user)

@@ -218,7 +218,8 @@ MFA_TOTP_ISSUER = "mdtboard"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
-CSRF_COOKIE_HTTPONLY = True  # htmx sends the token from the page (hx-headers); no script reads the cookie.
+# htmx sends the token from the page (hx-headers on <body>); no script reads the cookie.
+CSRF_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

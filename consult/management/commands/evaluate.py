@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from consult.evaluation import concordance_failures
 from consult.models import ConsultationStatus
 from consult.services.batch import case_run
+from consult.services.consultations import ConsultationError
 from consult.services.dossiers import DossierError
 
 DEFAULT_CASES = Path(settings.BASE_DIR).parent / "shared" / "cases" / "public"
@@ -31,12 +32,14 @@ class Command(BaseCommand):
         concordant = 0
         for path in files:
             raw = path.read_bytes()
-            expected = json.loads(raw).get("expected") or {}
             try:
                 consultation = case_run(raw=raw, filename=path.name, engine=options["engine"])
-            except DossierError as exc:
-                self.stdout.write(f"{path.stem:<16} ERROR  {exc.errors[:1] or exc}")
+            except (DossierError, ConsultationError) as exc:
+                errors = getattr(exc, "errors", None)
+                self.stdout.write(f"{path.stem:<16} ERROR  {errors[:1] if errors else exc}")
                 continue
+            # The file parsed and validated above: its expectations can be read safely.
+            expected = json.loads(raw).get("expected") or {}
             if consultation.status != ConsultationStatus.COMPLETED:
                 self.stdout.write(f"{path.stem:<16} FAILED {consultation.error}")
                 continue

@@ -9,7 +9,7 @@ from io import StringIO
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import DatabaseError, transaction
 
 from consult.models import (
@@ -382,6 +382,25 @@ def test_evaluate_reports_every_public_case_concordant() -> None:
     out = StringIO()
     call_command("evaluate", stdout=out)
     assert "12/12 concordant (guideline engine)" in out.getvalue()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_evaluate_reports_a_broken_case_file_and_goes_on(tmp_path: Any) -> None:
+    load_seed()
+    (tmp_path / "a-broken.json").write_text('{"format": "mdtboard.case/1", "case_id": ')
+    (tmp_path / "b-list.json").write_text("[1, 2]")
+    (tmp_path / "c-good.json").write_bytes((PUBLIC_CASES / "pub-lymph-02.json").read_bytes())
+    out = StringIO()
+    with pytest.raises(CommandError, match="not every case is concordant"):
+        call_command("evaluate", "--cases", str(tmp_path), stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("a-broken")
+    assert "ERROR" in lines[0]
+    assert lines[1].startswith("b-list")
+    assert "ERROR" in lines[1]
+    assert lines[2].startswith("c-good")
+    assert lines[2].endswith("concordant")
+    assert "1/3 concordant" in out.getvalue()
 
 
 @pytest.mark.integration
