@@ -84,6 +84,17 @@ def _case_view(case: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in case.items() if k != "expected"}
 
 
+def _usage(usage: Any) -> Usage:
+    """The client's usage record as the engine keeps it."""
+    return Usage(
+        model=usage.model,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        latency_ms=usage.latency_ms,
+        cost_usd=usage.cost_usd,
+    )
+
+
 class LLMProvider:
     """Every role through the LLM. Any failure of a turn (invalid after repair, endpoint
     unavailable, budget spent) falls back to the guideline engine for that turn only."""
@@ -108,21 +119,16 @@ class LLMProvider:
             )
         except Exception as exc:  # noqa: BLE001 - any failed turn falls back, and says why
             logger.warning("llm turn failed for %s: %s", role, type(exc).__name__)
+            # A failed turn still cost what its attempts used (the client attaches the tally).
+            spent = getattr(exc, "usage", None)
             return (
                 None,
-                Usage(latency_ms=(time.monotonic() - started) * 1000),
+                _usage(spent) if spent else Usage(latency_ms=(time.monotonic() - started) * 1000),
                 (f"{type(exc).__name__}: guideline engine answered this turn"),
             )
         if not isinstance(value, schema):
-            return None, None, "unexpected reply type: guideline engine answered this turn"
-        recorded = Usage(
-            model=usage.model,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            latency_ms=usage.latency_ms,
-            cost_usd=usage.cost_usd,
-        )
-        return value, recorded, ""
+            return None, _usage(usage), "unexpected reply type: guideline engine answered this turn"
+        return value, _usage(usage), ""
 
     async def report(self, inp: RoleInput, on_delta: Delta = None) -> Answer:
         user = {

@@ -358,6 +358,9 @@ def test_llm_reply_invalid_twice_falls_back_to_the_guideline_engine(
     consultation_run(consultation_id=consultation.pk)
     treatment = AgentMessage.objects.get(consultation=consultation, step_key="r1.report.treatment")
     assert "LLMInvalidOutput" in treatment.fallback
+    # and the two requests the failed turn made are accounted for, not recorded as free
+    assert treatment.tokens_prompt > 0
+    assert treatment.model_name == "stub-model"
     assert (
         "osimertinib"
         in json.dumps(
