@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from enum import StrEnum
@@ -28,6 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 FORMAT_ID = "mdtboard.kb/1"
 KEY_PATTERN = r"^[a-z0-9][a-z0-9._-]{1,79}$"
 FACT_PATTERN = r"^(derived\.[a-z0-9_]+|[a-z_]+\.[a-z0-9_]+|[a-z_]+)$"
+# A bundle document is a few levels deep (document > units > unit > context > condition >
+# value list); anything far deeper is not a bundle, and would exhaust the stack further on.
+MAX_NESTING = 32
+# Lists and mappings in one document, counting every repetition of a YAML alias: far above a
+# 20 MiB bundle of real units, far below an alias bomb that expands to billions of nodes.
+MAX_NODES = 1_000_000
 
 
 class UnitKind(StrEnum):
@@ -123,7 +130,50 @@ class Condition(_Strict):
             raise ValueError(f"operator {self.op!r} needs a number as value")
         if self.op in ("eq", "ne") and self.value is None:
             raise ValueError(f"operator {self.op!r} needs a value")
+        if not _all_finite(self.value):
+            # NaN and infinity are not JSON: the database would refuse the version.
+            raise ValueError("value must not contain NaN or infinity")
         return self
+
+
+def _all_finite(value: Any) -> bool:
+    """False when a float anywhere in ``value`` (lists and mappings included) is NaN or
+    infinite."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return False
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return True
+
+
+def nesting_error(value: Any, *, max_depth: int = MAX_NESTING) -> str | None:
+    """Why a parsed JSON/YAML value is not worth validating (nested deeper than
+    ``max_depth`` or too many nodes), or None. Iterative, so it never exhausts the stack."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    nodes = 0
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > max_depth:
+            return f"nested more than {max_depth} levels deep"
+        nodes += 1
+        if nodes > MAX_NODES:
+            return (
+                f"too large: more than {MAX_NODES:,} lists and mappings "
+                "(YAML aliases count each time they are used)"
+            )
+        stack.extend((child, depth + 1) for child in children)
+    return None
 
 
 class Context(_Strict):
@@ -274,12 +324,29 @@ def unit_content(unit: UnitSpec) -> dict[str, Any]:
     return unit.model_dump(mode="json", exclude={"key"})
 
 
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return type(value).__name__
+
+
 def bundle_from_documents(documents: list[dict[str, Any]]) -> Bundle:
     """Merge several bundle documents (e.g. one file per cancer type) and validate the result
     as one bundle, so units may cite sources defined in another file."""
-    for document in documents:
+    for number, document in enumerate(documents, start=1):
         if not isinstance(document, dict) or document.get("format") != FORMAT_ID:
             raise ValueError(f'every bundle document needs "format": "{FORMAT_ID}"')
+        for name in ("sources", "units"):
+            if document.get(name) is not None and not isinstance(document[name], list):
+                raise ValueError(
+                    f'"{name}" must be a list, not {_json_type(document[name])} (document {number})'
+                )
     return Bundle.model_validate(
         {
             "format": FORMAT_ID,

@@ -10,7 +10,14 @@ from typing import Any, cast
 from django import forms
 from pydantic import ValidationError
 
-from knowledge.bundle import CancerType, SourceSpec, UnitKind, UnitSpec, unit_content
+from knowledge.bundle import (
+    CancerType,
+    SourceSpec,
+    UnitKind,
+    UnitSpec,
+    nesting_error,
+    unit_content,
+)
 from knowledge.ingest import MAX_INPUT_BYTES
 from knowledge.models import GuidelineSource, VersionStatus
 from knowledge.services import HOTFIX_REASON
@@ -140,12 +147,20 @@ class UnitForm(forms.Form):
         if not raw:
             return default
         try:
-            return json.loads(raw)
+            value = json.loads(raw)
         except json.JSONDecodeError as exc:
             self.add_error(
                 name, f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
             )
             return None
+        except RecursionError:
+            self.add_error(name, "The JSON is nested too deeply to read.")
+            return None
+        problem = nesting_error(value)
+        if problem is not None:
+            self.add_error(name, f"The JSON is {problem}.")
+            return None
+        return value
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

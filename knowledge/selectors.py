@@ -384,12 +384,36 @@ def unit_latest_versions(
     return rows.order_by("unit__key")
 
 
+def newest_published_number(versions: Iterable[UnitVersion]) -> int:
+    """The highest number among ``versions`` ever published (live or since retired), 0 if
+    none: a version below it is stale and cannot be published."""
+    return max((v.number for v in versions if v.published_at is not None), default=0)
+
+
 def versions_in_review() -> QuerySet[UnitVersion]:
-    """The review queue, oldest submission first."""
+    """The review queue, oldest submission first, each with ``newest_published``: the number
+    of its unit's newest version ever published (None if none)."""
+    newest = (
+        UnitVersion.objects.filter(unit=OuterRef("unit"), published_at__isnull=False)
+        .order_by("-number")
+        .values("number")
+    )
     return (
         UnitVersion.objects.filter(status=VersionStatus.IN_REVIEW)
+        .annotate(newest_published=Subquery(newest[:1]))
         .select_related("unit", "author", "source")
         .order_by("submitted_at", "pk")
+    )
+
+
+def version_as_cited(*, version_id: int) -> UnitVersion | None:
+    """A version as a consultation may have cited it: only one that was published, whether
+    still live or since retired (past plans keep citing it). Drafts and versions in review
+    are curators' work in progress, never evidence."""
+    return (
+        UnitVersion.objects.filter(pk=version_id, published_at__isnull=False)
+        .select_related("unit", "source")
+        .first()
     )
 
 

@@ -2,8 +2,12 @@
 
 Workflow: every edit makes a new immutable draft version; the author sends it to review; a
 second curator (or an admin) publishes it, which retires the previously published version
-and queues its embedding. A curator may publish their own version only through the flagged
-and audited hot-fix path, meant for safety alerts.
+and queues its embedding. Nobody, administrators included, publishes their own version except
+through the flagged and audited hot-fix path, meant for safety alerts; a draft that is not
+one's own only an administrator may hot-fix.
+
+The shipped seed, loaded by the system at every start, only adds the units that do not exist
+yet: once loaded, a unit belongs to the curators.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from knowledge.bundle import (
     UnitSpec,
     bundle_from_documents,
     content_hash,
+    nesting_error,
     unit_content,
 )
 from knowledge.embeddings import get_provider
@@ -46,7 +51,18 @@ class KnowledgeError(Exception):
 
 
 NOT_A_CURATOR = "Only curators and administrators change the knowledge base."
-FOUR_EYES = "A second curator or an administrator must publish this version (four eyes)."
+FOUR_EYES = (
+    "Someone other than its author, a second curator or an administrator, must publish this "
+    "version (four eyes)."
+)
+NOT_YOUR_DRAFT = (
+    "Only its author or an administrator may publish a draft (as a hot-fix); otherwise the "
+    "author sends it to review."
+)
+STALE_VERSION = (
+    "v{number} is older than v{newer}, which has already been published: publishing v{number} "
+    "would roll the unit back. Edit the unit to make a new version instead."
+)
 WRONG_STATUS = "This version is {status}; it cannot be {action}."
 NO_CHANGE = "Nothing changed: the edit is identical to the current version."
 HOTFIX_REASON = "A hot-fix needs a reason (the safety alert it answers)."
@@ -203,9 +219,12 @@ def version_submit(*, actor: Any, version: UnitVersion) -> UnitVersion:
 def version_publish(
     *, actor: Any, version: UnitVersion, hotfix_reason: str = "", embed: bool = True
 ) -> UnitVersion:
-    """Publish after review by someone other than the author; or, as a flagged hot-fix, by the
-    author directly (safety alerts cannot wait for a second curator). ``embed=False`` leaves
-    queueing the embedding to the caller (a bundle import queues one task for all units)."""
+    """Publish a version in review after review by someone other than its author; or, as a
+    flagged hot-fix with a reason (safety alerts cannot wait for a second curator), one's own
+    version, draft or in review, or as an administrator someone else's draft. Administrators
+    follow the same four-eyes rule for their own versions. A version older than one already
+    published is refused: it would roll the unit back. ``embed=False`` leaves queueing the
+    embedding to the caller (a bundle import queues one task for all units)."""
     _require_curator(actor)
     version = _locked(version)
     if version.status not in (VersionStatus.IN_REVIEW, VersionStatus.DRAFT):
@@ -216,17 +235,30 @@ def version_publish(
             raise KnowledgeError("A system publication needs a stated reason.")
     else:
         own = version.author_id is not None and version.author_id == actor.pk
-        if version.status == VersionStatus.DRAFT or (own and not has_role(actor, Role.ADMIN)):
+        if version.status == VersionStatus.DRAFT:
+            if not own and not has_role(actor, Role.ADMIN):
+                raise KnowledgeError(NOT_YOUR_DRAFT)
             if not hotfix_reason.strip():
-                raise KnowledgeError(
-                    FOUR_EYES if version.status == VersionStatus.IN_REVIEW else HOTFIX_REASON
-                )
+                raise KnowledgeError(HOTFIX_REASON)
+            hotfix = True
+        elif own:
+            if not hotfix_reason.strip():
+                raise KnowledgeError(FOUR_EYES)
             hotfix = True
     current = (
         UnitVersion.objects.select_for_update()
         .filter(unit=version.unit, status=VersionStatus.PUBLISHED)
         .first()
     )
+    # The newest version ever published, live or since retired: anything older is stale.
+    newest = (
+        UnitVersion.objects.filter(unit=version.unit, published_at__isnull=False)
+        .order_by("-number")
+        .values_list("number", flat=True)
+        .first()
+    )
+    if newest is not None and newest > version.number:
+        raise KnowledgeError(STALE_VERSION.format(number=version.number, newer=newest))
     now = timezone.now()
     if current is not None:
         current.status = VersionStatus.RETIRED
@@ -345,17 +377,16 @@ def bundle_parse(raw: bytes, *, filename: str) -> tuple[Bundle | None, list[Bund
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         return None, [BundleError(filename, f"Not UTF-8 text (byte {exc.start}).")]
+    is_yaml = filename.lower().endswith((".yaml", ".yml"))
     try:
-        if filename.lower().endswith((".yaml", ".yml")):
-            loaded = list(yaml.safe_load_all(text))
-        else:
-            loaded = [json.loads(text)]
+        loaded = list(yaml.safe_load_all(text)) if is_yaml else [json.loads(text)]
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        return None, [
-            BundleError(
-                filename, f"Not valid {'YAML' if 'yaml' in type(exc).__module__ else 'JSON'}: {exc}"
-            )
-        ]
+        return None, [BundleError(filename, f"Not valid {_kind(is_yaml)}: {exc}")]
+    except RecursionError:
+        return None, [BundleError(filename, _too_deep(is_yaml))]
+    problem = nesting_error(loaded)
+    if problem is not None:
+        return None, [BundleError(filename, f"Not a bundle: the {_kind(is_yaml)} is {problem}.")]
     documents = [d for doc in loaded for d in (doc if isinstance(doc, list) else [doc])]
     try:
         return bundle_from_documents(documents), []
@@ -368,20 +399,45 @@ def bundle_parse(raw: bytes, *, filename: str) -> tuple[Bundle | None, list[Bund
         return None, [BundleError(filename, str(exc))]
 
 
+def _kind(is_yaml: bool) -> str:
+    return "YAML" if is_yaml else "JSON"
+
+
+def _too_deep(is_yaml: bool) -> str:
+    return f"Not a bundle: the {_kind(is_yaml)} is nested too deeply to read."
+
+
 @transaction.atomic
 def bundle_import(
     *, actor: Any, bundle: Bundle, publish: bool = False, reason: str = ""
 ) -> BundleImportResult:
     """Import every source and unit of a bundle, all or nothing. Changed units become drafts
-    in review; ``publish`` (the shipped seed, loaded by an administrator's command) publishes
-    them at once as a recorded, audited act."""
+    in review; ``publish`` publishes them at once as a recorded, audited act.
+
+    The system's seed load (``actor`` None with ``publish``: ``load_kb_seed``, run at every
+    start) only creates what does not exist yet. A source or unit already in the knowledge
+    base is left exactly as the curators keep it, whatever the seed says: their reviewed
+    versions, drafts and retirements stand. Such units count as unchanged."""
     _require_curator(actor)
+    seed_load = actor is None and publish
     result = BundleImportResult()
     published: list[int] = []
+    existing: set[str] = set()
+    if seed_load:
+        existing = set(
+            KnowledgeUnit.objects.filter(key__in=[u.key for u in bundle.units]).values_list(
+                "key", flat=True
+            )
+        )
     for spec in bundle.sources:
+        if seed_load and GuidelineSource.objects.filter(key=spec.key).exists():
+            continue
         source_save(actor=actor, spec=spec)
         result.sources += 1
     for unit_spec in bundle.units:
+        if unit_spec.key in existing:
+            result.unchanged += 1
+            continue
         try:
             version = unit_save_draft(actor=actor, spec=unit_spec)
         except KnowledgeError as exc:
@@ -409,6 +465,7 @@ def bundle_import(
             "versions": result.drafts,
             "unchanged": result.unchanged,
             "published": result.published,
+            **({"new_units_only": True} if seed_load else {}),
         },
     )
     return result

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from knowledge.embeddings import EmbeddingError
 from knowledge.services import versions_embed
 
 
@@ -11,7 +12,8 @@ from knowledge.services import versions_embed
     name="knowledge.versions_embed",
     soft_time_limit=120,
     acks_late=True,
-    autoretry_for=(ConnectionError,),
+    # A provider that is down or overloaded (EmbeddingError) is worth trying again later.
+    autoretry_for=(ConnectionError, EmbeddingError),
     retry_backoff=True,
     max_retries=5,
 )

@@ -42,10 +42,12 @@ from knowledge.selectors import (
     Arbitrated,
     Hit,
     arbitrate,
+    newest_published_number,
     sources_all,
     unit_latest_versions,
     unit_search,
     unit_versions_for,
+    version_as_cited,
     versions_in_review,
 )
 from knowledge.services import (
@@ -231,6 +233,7 @@ def unit_detail(request: AuthedRequest, key: str) -> HttpResponse:
         "published": published,
         "shown": _content_view(shown),
         "is_admin": has_role(request.user, Role.ADMIN),
+        "newest_published": newest_published_number(versions),
     }
     return render(request, "knowledge/unit_detail.html", context)
 
@@ -293,9 +296,19 @@ def unit_edit(request: AuthedRequest, key: str) -> HttpResponse:
     return _unit_form_page(request, form, key)
 
 
+MAX_VERSION_DIGITS = 9
+
+
 def _int_param(request: AuthedRequest, name: str) -> int | None:
-    raw = str(request.GET.get(name, ""))
-    return int(raw) if raw.isdigit() else None
+    """A version number from the query string, None when absent. Anything but a plain ASCII
+    number of sensible length names no version: 404, never a crash in ``int`` ("²" passes
+    ``isdigit``; thousands of digits exceed ``int``'s limit)."""
+    raw = str(request.GET.get(name, "")).strip()
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_VERSION_DIGITS:
+        raise Http404(f"No such version: ?{name}= must be a version number")
+    return int(raw)
 
 
 @require_GET
@@ -319,6 +332,7 @@ def unit_diff(request: AuthedRequest, key: str) -> HttpResponse:
         "new": new,
         "rows": rows,
         "changes": sum(1 for r in rows if r.left.change != "same"),
+        "newest_published": newest_published_number(versions),
     }
     return render(request, "knowledge/unit_diff.html", context)
 
@@ -392,8 +406,7 @@ def version_retire_view(request: AuthedRequest, key: str, number: int) -> HttpRe
 @require_GET
 @role_required(*CURATORS)
 def review_queue(request: AuthedRequest) -> HttpResponse:
-    context = {"versions": versions_in_review(), "is_admin": has_role(request.user, Role.ADMIN)}
-    return render(request, "knowledge/review_queue.html", context)
+    return render(request, "knowledge/review_queue.html", {"versions": versions_in_review()})
 
 
 # --- sources ------------------------------------------------------------------------------
@@ -579,5 +592,7 @@ def ingest_draft(request: AuthedRequest) -> HttpResponse:
 def evidence(request: AuthedRequest, version_id: int) -> HttpResponse:
     """One unit version exactly as a consultation cited it, for the clinicians reading the
     board: guideline content, not patient data, so every clinical role may read it."""
-    version = get_object_or_404(UnitVersion.objects.select_related("unit", "source"), pk=version_id)
+    version = version_as_cited(version_id=version_id)
+    if version is None:
+        raise Http404("No such published version")
     return render(request, "knowledge/evidence.html", _content_view(version))

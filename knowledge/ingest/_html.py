@@ -58,11 +58,17 @@ class _Table:
 
 
 def _span(attrs: list[tuple[str, str | None]], name: str) -> int:
+    """A colspan/rowspan: 1 unless it is a plain ASCII number, at most MAX_SPAN. ``isdigit``
+    alone would let "²" through to ``int``, and a number thousands of digits long is only
+    capped, never converted."""
     for key, value in attrs:
         if key == name and value is not None:
             digits = value.strip()
-            if digits.isdigit():
-                return max(1, min(int(digits), MAX_SPAN))
+            if digits.isascii() and digits.isdigit():
+                significant = digits.lstrip("0") or "0"
+                if len(significant) > len(str(MAX_SPAN)):
+                    return MAX_SPAN
+                return max(1, min(int(significant), MAX_SPAN))
     return 1
 
 

@@ -1,4 +1,9 @@
-"""``manage.py load_kb_seed``: load the shipped demonstration knowledge base (idempotent)."""
+"""``manage.py load_kb_seed``: load the shipped demonstration knowledge base (idempotent).
+
+``make run`` runs it at every start, so it only adds seed units that do not exist yet: a unit
+already in the knowledge base belongs to the curators, and the seed never overwrites, revives
+or buries their versions.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +20,10 @@ SEED_DIR = Path(__file__).resolve().parents[2] / "seed"
 
 class Command(BaseCommand):
     help = (
-        "Load the seed knowledge base (knowledge/seed/*.yaml) and publish it, then embed every "
-        "published version that has no embedding yet. Unchanged units are left alone."
+        "Load the seed knowledge base (knowledge/seed/*.yaml): publish the seed units (and "
+        "add the sources) that do not exist yet, then embed every published version that has "
+        "no embedding yet. Units and sources already present are left as the curators keep "
+        "them."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -46,6 +53,6 @@ class Command(BaseCommand):
         )
         embedded = versions_embed(version_ids=missing) if missing else 0
         self.stdout.write(
-            f"Knowledge base: {len(bundle.units)} seed units ({result.published} published now, "
-            f"{result.unchanged} unchanged), {embedded} embedded."
+            f"Knowledge base: {len(bundle.units)} seed units ({result.published} new, published "
+            f"now; {result.unchanged} already present, left as they are), {embedded} embedded."
         )

@@ -103,6 +103,104 @@ def test_hotfix_publishes_at_once_and_is_flagged_and_audited(curator: Any, sourc
     assert event.payload["reason"] == "Safety alert 2026-11"
 
 
+def test_a_curator_cannot_hotfix_publish_someone_elses_draft(
+    curator: Any, second_curator: Any, sourced: None
+) -> None:
+    # given a curator's draft, never sent to review
+    draft = unit_save_draft(actor=curator, spec=spec("hcc.resection"))
+    # when another curator tries to publish it, even as a hot-fix with a reason
+    for reason in ("", "Safety alert 2026-11"):
+        with pytest.raises(KnowledgeError, match="Only its author or an administrator"):
+            version_publish(actor=second_curator, version=draft, hotfix_reason=reason)
+    # then it stays a draft, and nothing was audited as published
+    draft.refresh_from_db()
+    assert draft.status == VersionStatus.DRAFT
+    assert not AuditEvent.objects.filter(action__in=["kb.version.hotfix", "kb.version.publish"])
+
+
+def test_an_admin_may_hotfix_someone_elses_draft_only_flagged_with_a_reason(
+    curator: Any, admin_user: Any, sourced: None
+) -> None:
+    draft = unit_save_draft(actor=curator, spec=spec("hcc.resection"))
+    with pytest.raises(KnowledgeError, match="hot-fix needs a reason"):
+        version_publish(actor=admin_user, version=draft)
+    version_publish(actor=admin_user, version=draft, hotfix_reason="Safety alert 2026-12")
+    draft.refresh_from_db()
+    assert (draft.status, draft.hotfix, draft.hotfix_reason, draft.reviewed_by) == (
+        VersionStatus.PUBLISHED,
+        True,
+        "Safety alert 2026-12",
+        admin_user,
+    )
+
+
+def test_an_admin_publishing_their_own_version_is_a_flagged_hotfix(
+    admin_user: Any, sourced: None
+) -> None:
+    # given an administrator's own version in review
+    version = unit_save_draft(actor=admin_user, spec=spec("hcc.resection"))
+    version_submit(actor=admin_user, version=version)
+    # when they publish it themselves without a reason: four eyes, as for any curator
+    with pytest.raises(KnowledgeError, match="four eyes"):
+        version_publish(actor=admin_user, version=version)
+    version.refresh_from_db()
+    assert version.status == VersionStatus.IN_REVIEW
+    # and with a reason it goes live flagged and audited as a hot-fix, not as a review
+    version_publish(actor=admin_user, version=version, hotfix_reason="Safety alert 2026-13")
+    version.refresh_from_db()
+    assert (version.status, version.hotfix) == (VersionStatus.PUBLISHED, True)
+    assert AuditEvent.objects.get(action="kb.version.hotfix").payload["reason"] == (
+        "Safety alert 2026-13"
+    )
+    assert not AuditEvent.objects.filter(action="kb.version.publish").exists()
+
+
+def test_someone_elses_version_in_review_is_a_normal_publication(
+    curator: Any, second_curator: Any, admin_user: Any, sourced: None
+) -> None:
+    # a second curator (even through the hot-fix form, with a reason) and an administrator
+    # publish a version in review as reviewers: not flagged
+    for key, reviewer, reason in (
+        ("hcc.one", second_curator, "Safety alert 2026-14"),
+        ("hcc.two", admin_user, ""),
+    ):
+        version = unit_save_draft(actor=curator, spec=spec(key))
+        version_submit(actor=curator, version=version)
+        version_publish(actor=reviewer, version=version, hotfix_reason=reason)
+        version.refresh_from_db()
+        assert (version.status, version.hotfix, version.reviewed_by) == (
+            VersionStatus.PUBLISHED,
+            False,
+            reviewer,
+        )
+    assert AuditEvent.objects.filter(action="kb.version.publish").count() == 2
+    assert not AuditEvent.objects.filter(action="kb.version.hotfix").exists()
+
+
+def test_a_stale_version_in_review_cannot_roll_the_unit_back(
+    curator: Any, second_curator: Any, admin_user: Any, sourced: None
+) -> None:
+    # given v1 in review, then a newer v2 hot-fixed by its author while v1 waited
+    v1 = unit_save_draft(actor=curator, spec=spec("hcc.resection"))
+    version_submit(actor=curator, version=v1)
+    v2 = unit_save_draft(actor=curator, spec=spec("hcc.resection", anchor="Section 6.2"))
+    version_publish(actor=curator, version=v2, hotfix_reason="Safety alert 2026-15")
+    # when a reviewer (or an administrator) publishes the stale v1
+    for reviewer in (second_curator, admin_user):
+        with pytest.raises(KnowledgeError, match="v1 is older than v2, which has already been"):
+            version_publish(actor=reviewer, version=v1)
+    # then v2 stays published and v1 waits
+    v1.refresh_from_db()
+    v2.refresh_from_db()
+    assert (v1.status, v2.status) == (VersionStatus.IN_REVIEW, VersionStatus.PUBLISHED)
+    # and once v2 is retired, v1 still cannot bring back the content v2 superseded
+    version_retire(actor=second_curator, version=v2, reason="withdrawn")
+    with pytest.raises(KnowledgeError, match="older than v2"):
+        version_publish(actor=second_curator, version=v1)
+    v1.refresh_from_db()
+    assert v1.status == VersionStatus.IN_REVIEW
+
+
 def test_publishing_a_new_version_retires_the_old_one(
     curator: Any, second_curator: Any, sourced: None
 ) -> None:

@@ -979,3 +979,27 @@ def test_segment_document_never_fetches_html_resources(monkeypatch: pytest.Monke
 
     # then
     assert [c.text for c in candidates] == ["Resection is recommended."]
+
+
+@pytest.mark.parametrize(
+    ("span", "columns"),
+    [("\u00b2", 1), ("\u0663", 1), ("9" * 5000, 50), ("0" * 4000 + "2", 2), ("0", 1)],
+    ids=["superscript-two", "arabic-indic-three", "five-thousand-digits", "leading-zeros", "zero"],
+)
+def test_segment_document_html_odd_colspan_falls_back_safely(span: str, columns: int) -> None:
+    # given a header cell whose colspan is not a plain ASCII number, or an absurd one
+    text = (
+        f"<h2>Doses</h2><table><tr><th colspan='{span}'>Dose</th><th>Agent</th></tr>"
+        "<tr><td>100 mg</td><td>Drug A</td></tr></table>"
+    )
+
+    # when
+    [row] = segment_document(text, fmt="html", source_key="test.inline")
+
+    # then the table is read (no crash in int()), the span 1 unless it is a real number,
+    # and capped at MAX_SPAN (50) columns
+    assert row.anchor == "§ Doses > table 1 row 1"
+    if columns == 1:
+        assert row.text == "Dose: 100 mg | Agent: Drug A"
+    else:
+        assert row.text.startswith("Dose: 100 mg | Dose: Drug A")

@@ -289,6 +289,143 @@ def test_hotfix_requires_a_reason_and_is_flagged(
     assert "Safety alert 2026-11: bleeding" in page
 
 
+def _version_row(client: Any, key: str, number: int) -> str:
+    page = client.get(reverse("knowledge:unit-detail", args=[key])).content.decode()
+    row = re.search(rf'<tr id="version-{number}">.*?</tr>', page, re.S)
+    assert row is not None
+    return row.group(0)
+
+
+def _offers(row: str, key: str, number: int) -> tuple[bool, bool]:
+    """(plain Publish form, hot-fix form) offered in a version's row."""
+    publish = f'action="{reverse("knowledge:version-publish", args=[key, number])}"' in row
+    hotfix = f'action="{reverse("knowledge:version-hotfix", args=[key, number])}"' in row
+    return publish, hotfix
+
+
+@pytest.mark.parametrize(
+    ("author", "status", "viewer", "offers"),
+    [
+        # a draft: its author and an administrator may hot-fix it, nobody else publishes it
+        ("curator", "draft", "curator", (False, True)),
+        ("curator", "draft", "second_curator", (False, False)),
+        ("curator", "draft", "admin_user", (False, True)),
+        # in review: the author only as a hot-fix; anyone else publishes it as its reviewer
+        ("curator", "in_review", "curator", (False, True)),
+        ("curator", "in_review", "second_curator", (True, False)),
+        ("curator", "in_review", "admin_user", (True, False)),
+        # an administrator's own version follows the same four-eyes rule
+        ("admin_user", "draft", "admin_user", (False, True)),
+        ("admin_user", "in_review", "admin_user", (False, True)),
+        ("admin_user", "in_review", "curator", (True, False)),
+    ],
+)
+def test_publish_forms_are_offered_exactly_when_the_service_accepts_them(
+    client: Any,
+    sourced: None,
+    second_curator: Any,
+    author: str,
+    status: str,
+    viewer: str,
+    offers: tuple[bool, bool],
+    request: Any,
+) -> None:
+    writer = request.getfixturevalue(author)
+    version = unit_save_draft(actor=writer, spec=spec("hcc.resection"))
+    if status == "in_review":
+        version_submit(actor=writer, version=version)
+    user = request.getfixturevalue(viewer)
+    client.force_login(user)
+    # the page offers exactly what it should
+    row = _version_row(client, "hcc.resection", 1)
+    assert _offers(row, "hcc.resection", 1) == offers
+    if status == "in_review" and writer == user:
+        assert "Yours – needs another curator." in row
+    if status == "in_review":  # the diff page a reviewer reads offers the same
+        diff = client.get(reverse("knowledge:unit-diff", args=["hcc.resection"]), {"b": "1"})
+        assert _offers(diff.content.decode(), "hcc.resection", 1)[0] == offers[0]
+    # and the service agrees: a hot-fix with a reason is accepted as a flagged hot-fix exactly
+    # when the form is offered (otherwise refused, or a plain review)
+    response = client.post(
+        reverse("knowledge:version-hotfix", args=["hcc.resection", 1]),
+        {"reason": "Safety alert 2026-11"},
+        follow=True,
+    )
+    version.refresh_from_db()
+    flagged = version.status == VersionStatus.PUBLISHED and version.hotfix
+    assert flagged == offers[1], _messages(response)
+
+
+def test_admin_sees_their_own_version_in_review_as_needing_another_curator(
+    client: Any, admin_user: Any, curator: Any, sourced: None
+) -> None:
+    _in_review(admin_user, "hcc.own")
+    _in_review(curator, "hcc.other")
+    client.force_login(admin_user)
+    page = client.get(reverse("knowledge:review-queue")).content.decode()
+    own = re.search(r'<tr id="review-hcc.own-1">.*?</tr>', page, re.S)
+    other = re.search(r'<tr id="review-hcc.other-1">.*?</tr>', page, re.S)
+    assert own is not None
+    assert other is not None
+    assert "yours – needs another curator" in own.group(0)
+    assert reverse("knowledge:version-publish", args=["hcc.own", 1]) not in own.group(0)
+    assert reverse("knowledge:version-publish", args=["hcc.other", 1]) in other.group(0)
+
+
+def test_a_stale_version_in_review_is_not_offered_for_publication(
+    client: Any, curator: Any, second_curator: Any, sourced: None
+) -> None:
+    # given v1 in review and a newer v2 published meanwhile (the author's hot-fix)
+    _in_review(curator, "hcc.resection")
+    v2 = unit_save_draft(actor=curator, spec=spec("hcc.resection", anchor="Section 6.2"))
+    version_publish(actor=curator, version=v2, hotfix_reason="Safety alert 2026-11")
+    client.force_login(second_curator)
+    # then neither the unit page nor the queue offers to publish v1, and both say why
+    row = _version_row(client, "hcc.resection", 1)
+    assert _offers(row, "hcc.resection", 1) == (False, False)
+    assert "Older than v2, already published" in row
+    queue = client.get(reverse("knowledge:review-queue")).content.decode()
+    assert reverse("knowledge:version-publish", args=["hcc.resection", 1]) not in queue
+    assert "Older than v2, already published" in queue
+    diff_url = reverse("knowledge:unit-diff", args=["hcc.resection"])
+    diff = client.get(diff_url, {"b": "1"}).content.decode()
+    assert _offers(diff, "hcc.resection", 1) == (False, False)
+    assert "Older than v2, already published" in diff
+    # and a forged POST is refused with the service's message
+    response = client.post(
+        reverse("knowledge:version-publish", args=["hcc.resection", 1]), follow=True
+    )
+    assert any("would roll the unit back" in m for m in _messages(response))
+    assert UnitVersion.objects.get(unit__key="hcc.resection", number=1).status == "in_review"
+
+
+# --- evidence pages, as consultations cite them ---------------------------------------------
+
+
+def test_evidence_shows_published_and_retired_versions_but_never_unpublished_ones(
+    client: Any, curator: Any, second_curator: Any, clinician: Any, sourced: None
+) -> None:
+    # given a retired v1 (once published), a published v2, v3 in review and a v4 draft
+    v1 = version_publish(actor=second_curator, version=_in_review(curator, "hcc.resection"))
+    v2 = version_publish(
+        actor=second_curator,
+        version=_in_review(curator, "hcc.resection", anchor="Section 6.2"),
+    )
+    v3 = _in_review(curator, "hcc.resection", anchor="Section 6.3 (in review)")
+    v4 = unit_save_draft(actor=curator, spec=spec("hcc.resection", anchor="Section 6.4 (draft)"))
+    v1.refresh_from_db()
+    assert v1.status == VersionStatus.RETIRED
+    for user in (clinician, curator):
+        client.force_login(user)
+        for version, expected in ((v1, 200), (v2, 200), (v3, 404), (v4, 404)):
+            response = client.get(reverse("knowledge:evidence", args=[version.pk]))
+            assert response.status_code == expected, (user, version)
+        page = client.get(reverse("knowledge:evidence", args=[v1.pk])).content.decode()
+        assert "Section 6.1" in page
+        assert "version 1, retired" in page
+    assert client.get(reverse("knowledge:evidence", args=[999999])).status_code == 404
+
+
 # --- the edit form ------------------------------------------------------------------------
 
 
@@ -350,6 +487,30 @@ def test_unit_form_puts_an_action_of_the_wrong_type_on_the_action_field(
     action = _field(response.content.decode(), "action")
     assert "modality: Input should be" in action
     assert "description: Field required" in action
+    assert UnitVersion.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ('{"all": [{"fact": "labs.afp", "op": "gt", "value": NaN}]}', "NaN or infinity"),
+        ('{"all": [{"fact": "labs.afp", "op": "lt", "value": Infinity}]}', "NaN or infinity"),
+        ('{"all": [{"fact": "labs.afp", "op": "in", "value": [1, -Infinity]}]}', "NaN or"),
+        (
+            '{"all": [{"fact": "labs.afp", "op": "eq", "value": ' + "[" * 40 + "]" * 40 + "}]}",
+            "nested more than 32 levels deep",
+        ),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ],
+    ids=["nan", "infinity", "infinity-in-list", "deep", "very-deep"],
+)
+def test_unit_form_refuses_json_the_database_or_the_parser_cannot_take(
+    client: Any, curator: Any, sourced: None, context: str, message: str
+) -> None:
+    client.force_login(curator)
+    response = client.post(reverse("knowledge:unit-create"), _form_data(context=context))
+    assert response.status_code == 422
+    assert message in _field(response.content.decode(), "context")
     assert UnitVersion.objects.count() == 0
 
 
@@ -545,6 +706,19 @@ def test_diff_page_shows_both_versions_side_by_side_with_markers(
     first = client.get(url, {"b": "1"})
     assert first.context["old"] is None
     assert all(r.right.change == "added" for r in first.context["rows"])
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"b": "\u00b2"}, {"a": "\u00b2"}, {"b": "9" * 5000}, {"a": "1" * 5000}, {"b": "x"}],
+    ids=["superscript-b", "superscript-a", "huge-b", "huge-a", "letter"],
+)
+def test_diff_page_answers_a_malformed_version_number_with_404(
+    client: Any, curator: Any, draft: UnitVersion, params: dict[str, str]
+) -> None:
+    client.force_login(curator)
+    url = reverse("knowledge:unit-diff", args=["hcc.resection"])
+    assert client.get(url, params).status_code == 404
 
 
 # --- document ingest ----------------------------------------------------------------------

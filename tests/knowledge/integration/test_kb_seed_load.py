@@ -1,0 +1,170 @@
+"""``load_kb_seed``, run by ``make run`` at every start: it adds what is new and never touches
+what curators have done with a seed unit since (reviewed versions, drafts, retirements)."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from django.core.management import call_command
+
+from knowledge.bundle import SourceSpec
+from knowledge.models import GuidelineSource, UnitVersion, VersionStatus
+from knowledge.services import (
+    bundle_import,
+    source_save,
+    unit_save_draft,
+    version_publish,
+    version_retire,
+    version_submit,
+)
+from mdtboard.audit.models import AuditEvent
+from tests.conftest import make_user
+from tests.knowledge.kb_factory import SOURCE, bundle, spec, unit
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def second_curator(db: None) -> Any:
+    return make_user("curator", "curator2@hospital.test", [])
+
+
+@pytest.fixture
+def seed_dir(tmp_path: Path) -> Path:
+    """A small seed: the shared source, and one unit in a file of its own."""
+    (tmp_path / "00-sources.yaml").write_text(
+        yaml.safe_dump({"format": "mdtboard.kb/1", "sources": [SOURCE], "units": []})
+    )
+    (tmp_path / "hcc.yaml").write_text(
+        yaml.safe_dump({"format": "mdtboard.kb/1", "sources": [], "units": [unit("hcc.seed")]})
+    )
+    return tmp_path
+
+
+def _load(seed_dir: Path) -> str:
+    out = StringIO()
+    call_command("load_kb_seed", dir=seed_dir, stdout=out)
+    return out.getvalue()
+
+
+def _versions(key: str) -> list[tuple[int, str]]:
+    return list(
+        UnitVersion.objects.filter(unit__key=key).order_by("number").values_list("number", "status")
+    )
+
+
+def _reviewed_edit(curator: Any, reviewer: Any, key: str, **overrides: Any) -> UnitVersion:
+    version = unit_save_draft(actor=curator, spec=spec(key, **overrides))
+    version_submit(actor=curator, version=version)
+    return version_publish(actor=reviewer, version=version)
+
+
+def test_first_load_publishes_the_seed_and_a_second_load_changes_nothing(
+    seed_dir: Path,
+) -> None:
+    # when the seed is loaded into an empty knowledge base
+    first = _load(seed_dir)
+    # then its unit is published by the system, and embedded
+    assert _versions("hcc.seed") == [(1, "published")]
+    assert "1 seed units (1 new, published now; 0 already present" in first
+    assert "1 embedded" in first
+    # and loading it again (the next start) adds nothing and says so
+    again = _load(seed_dir)
+    assert _versions("hcc.seed") == [(1, "published")]
+    assert "(0 new, published now; 1 already present, left as they are), 0 embedded" in again
+
+
+def test_reload_keeps_a_curators_reviewed_version_published(
+    seed_dir: Path, curator: Any, second_curator: Any
+) -> None:
+    # given the seed, then a curator's reviewed and published v2 of a seed unit
+    _load(seed_dir)
+    v2 = _reviewed_edit(curator, second_curator, "hcc.seed", anchor="Section 6.2 (2026)")
+    # when the application starts again and reloads the seed
+    output = _load(seed_dir)
+    # then v2 is still the published version: the seed did not overwrite it with a v3
+    assert _versions("hcc.seed") == [(1, "retired"), (2, "published")]
+    v2.refresh_from_db()
+    assert (v2.status, v2.reviewed_by) == (VersionStatus.PUBLISHED, second_curator)
+    assert "1 already present" in output
+    # and the system published nothing but the seed's first load
+    system_publications = AuditEvent.objects.filter(action="kb.version.publish", actor=None)
+    assert [e.payload["number"] for e in system_publications] == [1]
+
+
+def test_reload_does_not_revive_a_retired_seed_unit(
+    seed_dir: Path, curator: Any, second_curator: Any
+) -> None:
+    # given a seed unit that was retired as it stood
+    _load(seed_dir)
+    v1 = UnitVersion.objects.get(unit__key="hcc.seed")
+    version_retire(actor=curator, version=v1, reason="withdrawn by the society")
+    _load(seed_dir)
+    assert _versions("hcc.seed") == [(1, "retired")]
+    # and one whose curated v2 was retired later (its content now differs from the seed's)
+    v2 = _reviewed_edit(curator, second_curator, "hcc.seed", anchor="Section 6.2 (2026)")
+    version_retire(actor=curator, version=v2, reason="withdrawn by the society")
+    _load(seed_dir)
+    # then the seed brings neither back
+    assert _versions("hcc.seed") == [(1, "retired"), (2, "retired")]
+    assert not UnitVersion.objects.filter(status=VersionStatus.PUBLISHED).exists()
+
+
+def test_reload_does_not_bury_a_curators_draft(seed_dir: Path, curator: Any) -> None:
+    _load(seed_dir)
+    draft = unit_save_draft(actor=curator, spec=spec("hcc.seed", anchor="Section 6.3"))
+    _load(seed_dir)
+    # the draft stays the latest version, and the seed's v1 stays the published one
+    assert _versions("hcc.seed") == [(1, "published"), (2, "draft")]
+    draft.refresh_from_db()
+    assert draft.status == VersionStatus.DRAFT
+
+
+def test_reload_keeps_a_curators_source_edits_and_adds_new_seed_units(
+    seed_dir: Path, curator: Any
+) -> None:
+    _load(seed_dir)
+    source_save(
+        actor=curator,
+        spec=SourceSpec.model_validate({**SOURCE, "url": "https://example.org/v2"}),
+    )
+    # when a new release ships one more seed unit
+    (seed_dir / "lung.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "format": "mdtboard.kb/1",
+                "sources": [],
+                "units": [unit("hcc.seed-new", text="Another distinct paraphrase of a rule.")],
+            }
+        )
+    )
+    output = _load(seed_dir)
+    # then the new unit is published, the existing one and the curated source are untouched
+    assert _versions("hcc.seed-new") == [(1, "published")]
+    assert _versions("hcc.seed") == [(1, "published")]
+    assert GuidelineSource.objects.get(key=SOURCE["key"]).url == "https://example.org/v2"
+    assert "2 seed units (1 new, published now; 1 already present" in output
+
+
+def test_curator_imports_still_make_new_versions_of_existing_units(
+    curator: Any, second_curator: Any, admin_user: Any
+) -> None:
+    # given a unit a curator imported and a second curator published
+    bundle_import(actor=curator, bundle=bundle(unit("hcc.one")))
+    version_publish(actor=second_curator, version=UnitVersion.objects.get(unit__key="hcc.one"))
+    # when a curator imports a changed bundle, the change goes to review as v2
+    changed = bundle(unit("hcc.one", anchor="Section 7"))
+    result = bundle_import(actor=curator, bundle=changed)
+    assert (result.drafts, result.unchanged) == (1, 0)
+    assert _versions("hcc.one") == [(1, "published"), (2, "in_review")]
+    # and an administrator's publishing import still publishes changes (flagged: their own)
+    result = bundle_import(
+        actor=admin_user, bundle=bundle(unit("hcc.one", anchor="Section 8")), publish=True
+    )
+    assert result.published == 1
+    v3 = UnitVersion.objects.get(unit__key="hcc.one", number=3)
+    assert (v3.status, v3.hotfix) == (VersionStatus.PUBLISHED, True)

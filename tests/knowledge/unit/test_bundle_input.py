@@ -1,0 +1,136 @@
+"""``bundle_parse`` never raises: whatever a curator uploads, the answer is a list of errors
+that says what is wrong, never a 500."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+import yaml
+
+from knowledge.services import bundle_parse
+from tests.knowledge.kb_factory import SOURCE, unit
+
+
+def _json(**document: Any) -> bytes:
+    return json.dumps({"format": "mdtboard.kb/1", **document}).encode()
+
+
+def _messages(raw: bytes, filename: str) -> list[str]:
+    parsed, errors = bundle_parse(raw, filename=filename)
+    refused = parsed is None  # never let a failure print the bundle: it may be an alias bomb
+    assert refused
+    assert errors
+    return [f"{e.where}: {e.message}" for e in errors]
+
+
+@pytest.mark.parametrize(
+    ("raw", "filename", "message"),
+    [
+        (_json(sources=5, units=[]), "kb.json", '"sources" must be a list, not a number'),
+        (_json(sources=[SOURCE], units=True), "kb.json", '"units" must be a list, not true/false'),
+        (_json(sources="abc", units=[]), "kb.json", '"sources" must be a list, not text'),
+        (_json(sources=[], units={"a": 1}), "kb.json", '"units" must be a list, not a mapping'),
+        (
+            b"format: mdtboard.kb/1\nsources: []\nunits: true\n",
+            "kb.yaml",
+            '"units" must be a list, not true/false',
+        ),
+        (
+            b"format: mdtboard.kb/1\nsources: []\n---\nformat: mdtboard.kb/1\nsources: 7\n",
+            "kb.yml",
+            '"sources" must be a list, not a number (document 2)',
+        ),
+    ],
+    ids=["sources-int", "units-bool", "sources-str", "units-dict", "yaml-units-bool", "doc-2"],
+)
+def test_sources_and_units_that_are_not_lists_are_reported(
+    raw: bytes, filename: str, message: str
+) -> None:
+    assert any(message in m for m in _messages(raw, filename))
+
+
+@pytest.mark.parametrize("filename", ["kb.json", "kb.yaml"])
+def test_absurdly_deep_nesting_is_reported_not_a_recursion_error(filename: str) -> None:
+    raw = b"[" * 100_000 + b"]" * 100_000
+    assert any("nested too deeply" in m for m in _messages(raw, filename))
+    objects = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+    assert any(
+        "nested too deeply" in m or "nested more than" in m for m in _messages(objects, filename)
+    )
+
+
+@pytest.mark.parametrize("filename", ["kb.json", "kb.yaml"])
+def test_deep_nesting_inside_a_unit_is_reported(filename: str) -> None:
+    value: Any = 1
+    for _ in range(200):  # readable by the parser, far deeper than any bundle
+        value = [value]
+    condition = {"fact": "labs.afp", "op": "eq", "value": value}
+    document = {
+        "format": "mdtboard.kb/1",
+        "sources": [SOURCE],
+        "units": [unit("hcc.deep", context={"all": [condition]})],
+    }
+    raw = (
+        json.dumps(document) if filename.endswith(".json") else yaml.safe_dump(document)
+    ).encode()
+    assert any("nested more than 32 levels deep" in m for m in _messages(raw, filename))
+
+
+def test_a_yaml_alias_bomb_in_a_condition_is_refused_quickly() -> None:
+    # given a condition value of a billion "x" through nested aliases: a few hundred bytes
+    # that pydantic passes through (the value is Any) and hashing the content would expand
+    placeholder = "ALIAS-BOMB"
+    condition = {"fact": "labs.afp", "op": "eq", "value": placeholder}
+    document = {
+        "format": "mdtboard.kb/1",
+        "sources": [SOURCE],
+        "units": [unit("hcc.bomb", context={"all": [condition]})],
+    }
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, 10):
+        refs = ", ".join([f"*a{level - 1}"] * 10)
+        lines.append(f"a{level}: &a{level} [{refs}]")
+    raw = "\n".join(lines) + "\n" + yaml.safe_dump(document).replace(placeholder, "*a9")
+    # when it is parsed, then it is refused, in seconds
+    started = time.monotonic()
+    messages = _messages(raw.encode(), "bomb.yaml")
+    assert time.monotonic() - started < 30
+    assert any("too large: more than 1,000,000 lists and mappings" in m for m in messages)
+
+
+@pytest.mark.parametrize(
+    ("raw", "filename"),
+    [
+        (b'{"all": [{"fact": "labs.afp", "op": "gt", "value": NaN}]}', "kb.json"),
+        (b'{"all": [{"fact": "labs.afp", "op": "lt", "value": Infinity}]}', "kb.json"),
+        (b'{"all": [{"fact": "labs.afp", "op": "eq", "value": {"x": [-Infinity]}}]}', "kb.json"),
+        (b"{all: [{fact: labs.afp, op: ge, value: .nan}]}", "kb.yaml"),
+        (b"{all: [{fact: labs.afp, op: in, value: [1, .inf]}]}", "kb.yaml"),
+    ],
+    ids=["json-nan", "json-infinity", "json-nested", "yaml-nan", "yaml-inf-in-list"],
+)
+def test_nan_and_infinity_in_a_condition_are_refused(raw: bytes, filename: str) -> None:
+    context = yaml.safe_load(raw) if filename.endswith(".yaml") else json.loads(raw)
+    document = {
+        "format": "mdtboard.kb/1",
+        "sources": [SOURCE],
+        "units": [unit("hcc.nan", context=context)],
+    }
+    # serialised the way each format writes them: NaN, Infinity / .nan, .inf
+    text = json.dumps(document) if filename.endswith(".json") else yaml.safe_dump(document)
+    messages = _messages(text.encode(), filename)
+    assert any(
+        "units.0.context.all.0" in m and "must not contain NaN or infinity" in m for m in messages
+    ), messages
+
+
+def test_finite_numbers_in_conditions_still_parse() -> None:
+    context = {"all": [{"fact": "labs.afp", "op": "gt", "value": 400.5}]}
+    raw = _json(sources=[SOURCE], units=[unit("hcc.afp", context=context)])
+    parsed, errors = bundle_parse(raw, filename="kb.json")
+    assert not errors
+    assert parsed is not None
+    assert parsed.units[0].context.all[0].value == 400.5
