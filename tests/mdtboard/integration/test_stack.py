@@ -66,6 +66,7 @@ def test_healthz_reports_every_service_up(client: Any, celery_worker_proc: Any) 
         "database",
         "redis",
         "worker",
+        "consultations",
     }
     assert body["checks"]["database"]["detail"].startswith("pgvector")
 
