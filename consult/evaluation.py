@@ -34,4 +34,49 @@ def concordance_failures(plan: Mapping[str, Any], expected: Mapping[str, Any]) -
     for group in expected.get("monitoring_any") or []:
         if not any(term.casefold() in monitoring for term in group):
             failures.append(f"monitoring lacks any of {group}")
+    return failures + primary_failures(plan, expected)
+
+
+# --- offline evaluation: the seed bundle, the guideline engine, no database ----------------------
+
+
+def primary_failures(plan: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
+    """The ``primary_all`` / ``primary_none`` expectations (FORMAT.md §3): terms searched in
+    the components whose role is ``primary`` only."""
+    components = (plan.get("recommendation") or {}).get("components") or []
+    primary = _text([c for c in components if c.get("role") == "primary"])
+    failures = []
+    for group in expected.get("primary_all") or []:
+        if not any(term.casefold() in primary for term in group):
+            failures.append(f"primary pathway lacks any of {group}")
+    for term in expected.get("primary_none") or []:
+        if term.casefold() in primary:
+            failures.append(f"primary pathway mentions {term!r}")
     return failures
+
+
+def plan_offline(case: Mapping[str, Any], bundle: Any, *, max_rounds: int = 3) -> dict[str, Any]:
+    """The guideline engine's plan for a validated case over a knowledge-base bundle held in
+    memory (the same applicability rules as the database retriever)."""
+    import asyncio
+
+    from consult.engine.deliberation import Deliberation, EngineConfig
+    from consult.engine.protocols import MemoryStore
+    from consult.engine.providers import GuidelineProvider
+    from consult.labels import fact_labels
+    from knowledge.applicability import case_facts
+    from knowledge.bundle_retriever import BundleRetriever
+    from knowledge.calculators import derive_all, staging_summary
+
+    deliberation = Deliberation(
+        case=case,
+        facts=case_facts(case),
+        staging=staging_summary(derive_all(case)),
+        retriever=BundleRetriever(bundle),
+        store=MemoryStore(),
+        provider=GuidelineProvider(),
+        config=EngineConfig(max_rounds=max_rounds, cancel_poll_s=0.05),
+        labels=fact_labels(),
+    )
+    plan = asyncio.run(deliberation.run())
+    return plan.model_dump(mode="json")

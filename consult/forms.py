@@ -13,6 +13,7 @@ from consult.casefile.fields import (
     CANCER_TYPE_LABELS,
     CANCER_TYPES,
     PRIOR_THERAPY_FIELDS,
+    PSEUDONYM_MAX_LENGTH,
     Field,
     FieldType,
     fields_in_section,
@@ -130,7 +131,7 @@ def prior_rows_for_display(data: dict[str, Any]) -> list[dict[str, str]]:
 class NewDossierForm(forms.Form):
     team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
     pseudonym = forms.CharField(
-        max_length=200,
+        max_length=PSEUDONYM_MAX_LENGTH,
         help_text="Never a real name or hospital number. An existing pseudonym in the team "
         "adds a dossier to that patient.",
     )

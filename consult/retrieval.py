@@ -11,6 +11,7 @@ from django.db import connection
 from consult.engine.protocols import Evidence, EvidenceRequest, Retrieved
 from knowledge.applicability import case_facts, context_applies, missing_facts
 from knowledge.bundle import Context
+from knowledge.explain import held_conditions
 from knowledge.models import UnitVersion
 from knowledge.selectors import Hit, published_versions, query_vectors, unit_search
 
@@ -33,6 +34,7 @@ def _evidence(version: UnitVersion, facts: Mapping[str, Any]) -> Evidence:
         content=version.content,
         applies=context_applies(context, facts),
         missing=tuple(missing_facts(context, facts)),
+        held=held_conditions(context, facts),
     )
 
 
@@ -53,6 +55,7 @@ def _hit_evidence(hit: Hit, facts: Mapping[str, Any]) -> Evidence:
         content=hit.content,
         applies=hit.applies,
         missing=tuple(missing_facts(context, facts)),
+        held=held_conditions(context, facts),
         score=hit.score,
     )
 

@@ -26,6 +26,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from knowledge.calculators.preferences import DECLINE_TOPICS
+
 FORMAT_ID = "mdtboard.kb/1"
 KEY_PATTERN = r"^[a-z0-9][a-z0-9._-]{1,79}$"
 FACT_PATTERN = r"^(derived\.[a-z0-9_]+|[a-z_]+\.[a-z0-9_]+|[a-z_]+)$"
@@ -35,6 +37,11 @@ MAX_NESTING = 32
 # Lists and mappings in one document, counting every repetition of a YAML alias: far above a
 # 20 MiB bundle of real units, far below an alias bomb that expands to billions of nodes.
 MAX_NODES = 1_000_000
+# Characters of text in one document (keys and values; a number, true/false or null counts as
+# one), counting every repetition of a YAML alias: a bundle written out in full cannot exceed
+# its 20 MiB upload limit, and one that uses aliases may not expand beyond it either (100 KB
+# of aliases once stored a 50 MB unit version).
+MAX_EXPANDED_SIZE = 20 * 1024 * 1024
 
 
 class UnitKind(StrEnum):
@@ -151,28 +158,66 @@ def _all_finite(value: Any) -> bool:
     return True
 
 
+def _scalar_size(value: Any) -> int:
+    return len(value) if isinstance(value, str) else 1
+
+
 def nesting_error(value: Any, *, max_depth: int = MAX_NESTING) -> str | None:
     """Why a parsed JSON/YAML value is not worth validating (nested deeper than
-    ``max_depth`` or too many nodes), or None. Iterative, so it never exhausts the stack."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    nodes = 0
+    ``max_depth``, too many nodes, or too much text once YAML aliases are expanded), or None.
+
+    Iterative, so it never exhausts the stack. A YAML alias is the same Python object as its
+    anchor: each list or mapping is measured once and its measure reused wherever it recurs,
+    so the check is linear in the document as written, whatever it expands to.
+    """
+    # id -> (height, lists and mappings, expanded size), for the containers measured so far
+    measured: dict[int, tuple[int, int, int]] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, int, bool]] = [(value, 1, False)]
     while stack:
-        item, depth = stack.pop()
+        item, depth, children_done = stack.pop()
         if isinstance(item, Mapping):
-            children: Any = item.values()
+            children: list[Any] = list(item.values())
+            own_size = sum(_scalar_size(key) for key in item)
         elif isinstance(item, list | tuple):
-            children = item
+            children = list(item)
+            own_size = 0
         else:
             continue
-        if depth > max_depth:
-            return f"nested more than {max_depth} levels deep"
-        nodes += 1
+        key = id(item)
+        if not children_done:
+            known = measured.get(key)
+            if known is not None:
+                if depth + known[0] - 1 > max_depth:
+                    return f"nested more than {max_depth} levels deep"
+                continue
+            if depth > max_depth or key in on_path:  # an alias inside its own anchor
+                return f"nested more than {max_depth} levels deep"
+            on_path.add(key)
+            stack.append((item, depth, True))
+            stack.extend((child, depth + 1, False) for child in children)
+            continue
+        on_path.discard(key)
+        height, nodes, size = 1, 1, own_size
+        for child in children:
+            child_measure = measured.get(id(child))
+            if child_measure is None:
+                size += _scalar_size(child)
+                continue
+            height = max(height, child_measure[0] + 1)
+            nodes += child_measure[1]
+            size += child_measure[2]
         if nodes > MAX_NODES:
             return (
                 f"too large: more than {MAX_NODES:,} lists and mappings "
                 "(YAML aliases count each time they are used)"
             )
-        stack.extend((child, depth + 1) for child in children)
+        if size > MAX_EXPANDED_SIZE:
+            return (
+                f"too large: more than {MAX_EXPANDED_SIZE:,} characters of text "
+                "(YAML aliases count each time they are used)"
+            )
+        measured[key] = (height, nodes, size)
     return None
 
 
@@ -193,32 +238,80 @@ class Grade(_Strict):
     ordinal: Annotated[int, Field(ge=1, le=5)]
 
 
+# Topics a patient can decline in their stated preferences (``derived.declines``): one
+# vocabulary, the one the preferences reader produces.
+PREFERENCE_TOPICS = DECLINE_TOPICS
+
+
 class TherapyAction(_Strict):
+    """A treatment a guideline recommends in the unit's context.
+
+    ``role``: an *option* is one way to treat the index lesion; the options that apply to a
+    patient compete, and one of them becomes the recommended pathway (the others ranked
+    alternatives). An *adjunct* goes with whatever pathway is chosen (antiviral prophylaxis,
+    bone-modifying agent, fertility counselling), or only with a pathway that contains one of
+    ``with_modalities`` (adjuvant therapy after surgery).
+    ``preference``: the guideline's order among options that apply to the same patient
+    (1 = preferred); ties go to the stronger grade. ``when``: in words, when this option is
+    chosen instead of the preferred one. ``declined_if``: preference topics that take the
+    option out of the pathway when the patient declines them. ``dose_adjustments``: a
+    reduced-dose regimen says how; it is its own plan item, never merged into the full dose.
+    """
+
     type: Literal["therapy"] = "therapy"
     modality: Modality
     description: Annotated[str, Field(min_length=3, max_length=400)]
     agents: tuple[str, ...] = ()
     intent: Literal["curative", "palliative", "surveillance", "supportive"]
+    role: Literal["option", "adjunct"] = "option"
+    preference: Annotated[int, Field(ge=1, le=9)] = 5
+    with_modalities: tuple[Modality, ...] = ()
+    when: Annotated[str, Field(max_length=300)] = ""
+    declined_if: tuple[Literal[PREFERENCE_TOPICS], ...] = ()  # type: ignore[valid-type]
+    dose_adjustments: tuple[Annotated[str, Field(min_length=3, max_length=300)], ...] = ()
+
+    @model_validator(mode="after")
+    def _with_modalities_for_adjuncts(self) -> TherapyAction:
+        if self.with_modalities and self.role != "adjunct":
+            raise ValueError("with_modalities is for adjuncts (role: adjunct)")
+        return self
 
 
 class SafetyAction(_Strict):
     """For contraindications, interactions and organ-function gates: which plan agents (or
-    modalities) the rule restricts, how badly, and what to do about it."""
+    modalities) the rule restricts, how badly, and what to do about it.
+
+    Effects, when the rule fires for this patient: ``remove`` (critical or major: the drug
+    leaves the pathway and every alternative; the next safe option takes its place),
+    ``condition`` (kept with the advice as a precondition; with ``demotes`` the option cannot
+    start until the condition is met, so another safe option goes first and this one becomes
+    an alternative "once" it is), ``adjust`` (kept at an adjusted dose: ``advice`` says how,
+    and ``calculation`` names a derived fact whose value is shown with it, e.g. the Calvert
+    carboplatin dose), ``flag`` (a warning or an action for the patient, nothing withheld).
+    """
 
     type: Literal["safety"] = "safety"
     gate: Annotated[str, Field(pattern=r"^[a-z0-9_]+$", max_length=40)]
     agents: tuple[str, ...] = ()
     modalities: tuple[Modality, ...] = ()
     severity: Severity
-    effect: Literal["remove", "condition", "flag"]
+    effect: Literal["remove", "condition", "adjust", "flag"]
     advice: Annotated[str, Field(min_length=3, max_length=400)]
+    demotes: bool = False
+    calculation: Annotated[str, Field(pattern=r"^derived\.[a-z0-9_]+$", max_length=80)] | None = (
+        None
+    )
 
     @model_validator(mode="after")
     def _targets_something(self) -> SafetyAction:
         if not self.agents and not self.modalities and self.effect != "flag":
             raise ValueError(
-                "a safety rule that removes or conditions must name agents or modalities"
+                "a safety rule that removes, conditions or adjusts must name agents or modalities"
             )
+        if self.demotes and self.effect != "condition":
+            raise ValueError("demotes is for condition rules")
+        if self.calculation and self.effect != "adjust":
+            raise ValueError("calculation is for adjust rules")
         return self
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from consult.engine.protocols import Evidence, EvidenceRequest, Retrieved
 from knowledge.applicability import case_facts, context_applies, missing_facts
 from knowledge.bundle import Bundle, UnitSpec, content_hash, unit_content
+from knowledge.explain import held_conditions
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -38,6 +39,7 @@ class BundleRetriever:
             content=content,
             applies=context_applies(unit.context, facts),
             missing=tuple(missing_facts(unit.context, facts)),
+            held=held_conditions(unit.context, facts),
             score=score,
         )
 

@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from django.contrib.postgres.search import SearchVector
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import Value
 from django.utils import timezone
 from pydantic import ValidationError
@@ -42,6 +42,7 @@ from knowledge.models import (
     UnitVersion,
     VersionStatus,
 )
+from knowledge.selectors import SAFETY_KINDS
 from mdtboard.accounts.roles import Role, has_role
 from mdtboard.audit.services import audit_record
 
@@ -66,12 +67,56 @@ STALE_VERSION = (
 WRONG_STATUS = "This version is {status}; it cannot be {action}."
 NO_CHANGE = "Nothing changed: the edit is identical to the current version."
 HOTFIX_REASON = "A hot-fix needs a reason (the safety alert it answers)."
+HOTFIX_REASON_VAGUE = (
+    "Say which safety alert this hot-fix answers, in words: at least {min_length} characters "
+    "and {min_words} words (the audit log keeps it)."
+)
+HOTFIX_NOT_SAFETY = (
+    "Only safety units (contraindications, interactions, organ-function gates) may be published "
+    "as a hot-fix by a curator; send this version to review for another curator."
+)
+HOTFIX_REASON_MIN_LENGTH = 20
+HOTFIX_REASON_MIN_WORDS = 3
+# Fewer distinct letters and digits than this is filler ("aaaa…", "asdfasdf…"), not a reason.
+_HOTFIX_REASON_MIN_DISTINCT = 8
 
 
 def _require_curator(actor: Any) -> None:
     # actor None is the system: a management command run by an operator with shell access.
     if actor is not None and not has_role(actor, Role.CURATOR, Role.ADMIN):
         raise KnowledgeError(NOT_A_CURATOR)
+
+
+def hotfix_reason_error(reason: str) -> str | None:
+    """Why ``reason`` is not a substantive hot-fix reason, or None when it is one."""
+    text = reason.strip()
+    if not text:
+        return HOTFIX_REASON
+    distinct = {c for c in text.casefold() if c.isalnum()}
+    if (
+        len(text) < HOTFIX_REASON_MIN_LENGTH
+        or len(text.split()) < HOTFIX_REASON_MIN_WORDS
+        or len(distinct) < _HOTFIX_REASON_MIN_DISTINCT
+    ):
+        return HOTFIX_REASON_VAGUE.format(
+            min_length=HOTFIX_REASON_MIN_LENGTH, min_words=HOTFIX_REASON_MIN_WORDS
+        )
+    return None
+
+
+def hotfix_allowed_kind(*, actor: Any, kind: str) -> bool:
+    """Curators hot-fix safety units only; an administrator any kind. Administrators are
+    superusers who manage accounts (they could make a second curator): restricting them would
+    only stop their publishing bundle import, not protect anything."""
+    return kind in SAFETY_KINDS or has_role(actor, Role.ADMIN)
+
+
+def _check_hotfix(*, actor: Any, version: UnitVersion, reason: str) -> None:
+    if not hotfix_allowed_kind(actor=actor, kind=version.unit.kind):
+        raise KnowledgeError(HOTFIX_NOT_SAFETY)
+    error = hotfix_reason_error(reason)
+    if error is not None:
+        raise KnowledgeError(error)
 
 
 def _pretty(content: dict[str, Any]) -> list[str]:
@@ -238,12 +283,12 @@ def version_publish(
         if version.status == VersionStatus.DRAFT:
             if not own and not has_role(actor, Role.ADMIN):
                 raise KnowledgeError(NOT_YOUR_DRAFT)
-            if not hotfix_reason.strip():
-                raise KnowledgeError(HOTFIX_REASON)
+            _check_hotfix(actor=actor, version=version, reason=hotfix_reason)
             hotfix = True
         elif own:
             if not hotfix_reason.strip():
                 raise KnowledgeError(FOUR_EYES)
+            _check_hotfix(actor=actor, version=version, reason=hotfix_reason)
             hotfix = True
     current = (
         UnitVersion.objects.select_for_update()
@@ -365,6 +410,28 @@ class BundleImportResult:
     drafts: int = 0
     unchanged: int = 0
     published: int = 0
+    upgraded: int = 0  # seed load: seed units no one has curated, brought to the new seed
+
+
+def _seed_only_units(keys: list[str]) -> set[str]:
+    """Units that only the system's seed load ever wrote and that are live: no curator has
+    drafted, reviewed or retired anything of theirs, so a newer seed may replace them."""
+    touched = set(
+        UnitVersion.objects.filter(unit__key__in=keys)
+        .filter(models.Q(author__isnull=False) | models.Q(reviewed_by__isnull=False))
+        .values_list("unit__key", flat=True)
+    )
+    live = set(
+        UnitVersion.objects.filter(unit__key__in=keys, status=VersionStatus.PUBLISHED).values_list(
+            "unit__key", flat=True
+        )
+    )
+    unsettled = set(
+        UnitVersion.objects.filter(
+            unit__key__in=keys, status__in=(VersionStatus.DRAFT, VersionStatus.IN_REVIEW)
+        ).values_list("unit__key", flat=True)
+    )
+    return live - touched - unsettled
 
 
 def bundle_parse(raw: bytes, *, filename: str) -> tuple[Bundle | None, list[BundleError]]:
@@ -415,20 +482,20 @@ def bundle_import(
     in review; ``publish`` publishes them at once as a recorded, audited act.
 
     The system's seed load (``actor`` None with ``publish``: ``load_kb_seed``, run at every
-    start) only creates what does not exist yet. A source or unit already in the knowledge
-    base is left exactly as the curators keep it, whatever the seed says: their reviewed
-    versions, drafts and retirements stand. Such units count as unchanged."""
+    start) creates what does not exist yet, and brings a seed unit that no curator has ever
+    touched (only system versions, still published) to the seed's new content, so a deployment
+    gets the corrected seed. A source, or a unit a curator has drafted, reviewed or retired, is
+    left exactly as the curators keep it, whatever the seed says. Such units count as
+    unchanged."""
     _require_curator(actor)
     seed_load = actor is None and publish
     result = BundleImportResult()
     published: list[int] = []
     existing: set[str] = set()
     if seed_load:
-        existing = set(
-            KnowledgeUnit.objects.filter(key__in=[u.key for u in bundle.units]).values_list(
-                "key", flat=True
-            )
-        )
+        keys = [u.key for u in bundle.units]
+        existing = set(KnowledgeUnit.objects.filter(key__in=keys).values_list("key", flat=True))
+        existing -= _seed_only_units(keys)
     for spec in bundle.sources:
         if seed_load and GuidelineSource.objects.filter(key=spec.key).exists():
             continue
@@ -447,6 +514,8 @@ def bundle_import(
             raise KnowledgeError(f"unit {unit_spec.key}: {exc}") from exc
         version = version_submit(actor=actor, version=version)
         result.drafts += 1
+        if seed_load and version.number > 1:
+            result.upgraded += 1
         if publish:
             version_publish(
                 actor=actor,

@@ -193,6 +193,9 @@ def _c(*values: str) -> tuple[tuple[str, str], ...]:
 _PER_LITRE = "\u00d710\u2079/L"
 _POS_NEG = (("positive", "positive"), ("negative", "negative"))
 _SHORT = 200
+# The width of consult.models.Patient.pseudonym: a longer one passed validation and then failed
+# to save, half-way through a multi-file import.
+PSEUDONYM_MAX_LENGTH = 64
 _TEXT = 10_000
 _LIST_ITEMS = 100
 
@@ -243,7 +246,7 @@ FIELDS: tuple[Field, ...] = (
         "patient",
         "Pseudonym",
         FieldType.STR,
-        max_length=_SHORT,
+        max_length=PSEUDONYM_MAX_LENGTH,
         help="Never a real name or hospital number.",
     ),
     Field(
@@ -285,6 +288,24 @@ FIELDS: tuple[Field, ...] = (
         help="Only for female patients.",
     ),
     Field("patient.pregnant", "patient", "Pregnant", FieldType.BOOL),
+    Field("patient.breastfeeding", "patient", "Breastfeeding", FieldType.BOOL),
+    Field(
+        "patient.frailty",
+        "patient",
+        "Frailty",
+        FieldType.ENUM,
+        choices=_c("fit", "vulnerable", "frail"),
+        help="Geriatric assessment or the clinician's judgement.",
+    ),
+    Field(
+        "patient.g8_score",
+        "patient",
+        "G8 geriatric screening score",
+        FieldType.INT,
+        minimum=0,
+        maximum=17,
+        help="0-17; 14 or less suggests a full geriatric assessment.",
+    ),
     Field(
         "patient.comorbidities",
         "patient",
@@ -792,6 +813,7 @@ FIELDS: tuple[Field, ...] = (
         maximum=10_000_000_000,
     ),
     Field("labs.hcv_rna", "labs", "HCV RNA", FieldType.ENUM, choices=_POS_NEG),
+    Field("labs.hiv", "labs", "HIV", FieldType.ENUM, choices=_POS_NEG),
     # organ function
     Field(
         "organ_function.ascites",
@@ -854,6 +876,55 @@ FIELDS: tuple[Field, ...] = (
         FieldType.STR,
         max_length=_SHORT,
         help='"none" or a description.',
+    ),
+    Field(
+        "organ_function.autoimmune_activity",
+        "organ_function",
+        "Autoimmune disease activity",
+        FieldType.ENUM,
+        choices=(
+            ("none", "no autoimmune disease"),
+            ("inactive", "inactive or stable (e.g. treated hypothyroidism)"),
+            ("active", "active (flare or needing treatment escalation)"),
+        ),
+    ),
+    Field(
+        "organ_function.immunosuppression",
+        "organ_function",
+        "Immunosuppression",
+        FieldType.ENUM,
+        choices=(
+            ("none", "none"),
+            ("low_dose_steroids", "corticosteroids below 10 mg/day prednisone equivalent"),
+            ("high_dose_steroids", "corticosteroids of 10 mg/day prednisone equivalent or more"),
+            ("other_immunosuppressant", "other immunosuppressant (e.g. tacrolimus)"),
+        ),
+        help="Current systemic treatment, whatever its reason (autoimmune disease, transplant, "
+        "brain oedema).",
+    ),
+    Field(
+        "organ_function.qtc_ms",
+        "organ_function",
+        "QTc",
+        FieldType.INT,
+        unit="ms",
+        minimum=250,
+        maximum=800,
+        warn_below=340,
+        warn_above=550,
+        help="Corrected QT interval (Fridericia preferred).",
+    ),
+    Field(
+        "organ_function.heart_rate_bpm",
+        "organ_function",
+        "Heart rate",
+        FieldType.INT,
+        unit="beats/min",
+        minimum=20,
+        maximum=250,
+        warn_below=45,
+        warn_above=130,
+        help="On the ECG from which the QTc was measured.",
     ),
     Field("notes", "case", "Notes", FieldType.STR, max_length=_TEXT),
 )

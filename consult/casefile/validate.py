@@ -256,7 +256,12 @@ def _finish(
 # --------------------------------------------------------------------------- raw bytes
 
 
-_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+# A string (escapes included) or one bracket. A string runs to its closing quote or, if it
+# has none, to the end of the text, so a match starting at a quote never fails and is never
+# retried from the next quote; the possessive loop cannot backtrack. The scan is linear: the
+# earlier pattern gave up on an unterminated string and rescanned from every following quote,
+# and 30 KB of escaped quotes froze the server for seconds.
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
 
 
 def _text_depth_exceeds(text: str, limit: int) -> bool:
@@ -264,11 +269,11 @@ def _text_depth_exceeds(text: str, limit: int) -> bool:
     depth = 0
     for match in _STRING_OR_BRACKET.finditer(text):
         lexeme = match.group()
-        if lexeme in "[{":
+        if lexeme in ("[", "{"):
             depth += 1
             if depth > limit:
                 return True
-        elif lexeme in "]}":
+        elif lexeme in ("]", "}"):
             depth -= 1
     return False
 
@@ -482,6 +487,7 @@ def _walk(data: dict[str, Any], issues: _Issues) -> bool:
                     f"{_text_label(parts)} contains a NUL character (\\u0000), which is not "
                     "allowed.",
                 )
+            _check_invisible(value, parts, issues)
             if _SURROGATE.search(value):
                 issues.error(
                     parts,
@@ -490,6 +496,38 @@ def _walk(data: dict[str, Any], issues: _Issues) -> bool:
                 )
         stack.extend(_children_of(value, parts))
     return keys_ok
+
+
+# Characters that make text display differently from what it holds: the bidirectional
+# embeddings, overrides and isolates (a pseudonym "\u202eABC-123" shows as "321-CBA"), and
+# control characters such as ESC, which start terminal escape sequences in logs and exports.
+# Tab, line feed and carriage return are ordinary text; NUL has its own message.
+_BIDI_CONTROL = re.compile("[\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile("[\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_LINE_BREAK = re.compile("[\t\n\r]")
+# A pseudonym is one line: it is shown in lists and headings and searched for.
+_ONE_LINE: frozenset[JsonPath] = frozenset({("patient", "pseudonym")})
+INVISIBLE_DIRECTION = (
+    "{label} contains an invisible text-direction control ({code}), which makes the text "
+    "display differently from what it holds; remove it (retyping the text removes it)."
+)
+INVISIBLE_CONTROL = (
+    "{label} contains an invisible control character ({code}), which is not allowed; remove "
+    "it (retyping the text removes it)."
+)
+LINE_BREAK = "{label} must be a single line: it contains a tab or a line break ({code})."
+
+
+def _check_invisible(value: str, parts: JsonPath, issues: _Issues) -> None:
+    for pattern, message in (
+        (_BIDI_CONTROL, INVISIBLE_DIRECTION),
+        (_CONTROL, INVISIBLE_CONTROL),
+        (_LINE_BREAK if parts in _ONE_LINE else None, LINE_BREAK),
+    ):
+        found = pattern.search(value) if pattern is not None else None
+        if found is not None:
+            code = f"U+{ord(found.group()):04X}"
+            issues.error(parts, message.format(label=_text_label(parts), code=code))
 
 
 def _text_label(parts: JsonPath) -> str:
@@ -675,7 +713,12 @@ def _enum_message(field: Field, value: object) -> str:
         f"{field.label} {_quote(value)} is not a recognised value; use one of: {options}{tail}."
     )
     hint = _suggest(value, field.choice_values)
-    return message + (f' Did you mean "{hint}"?' if hint else "")
+    if hint:
+        return message + f' Did you mean "{hint}"?'
+    # Free text where a coded value is expected: say what each code means (e.g. the steroid
+    # dose that separates low from high), when the labels add anything to the codes.
+    meanings = [f"{code} = {label}" for code, label in field.choices if label != code]
+    return message + (f" Meaning: {'; '.join(meanings)}." if meanings else "")
 
 
 def _suggest(value: str, options: Iterable[str]) -> str | None:
@@ -890,6 +933,12 @@ def _check_cross_fields(data: dict[str, Any], issues: _Issues) -> None:
                 ("patient", "pregnant"),
                 "Pregnant is true but sex is male; correct one of them (use null if not known).",
             )
+        if _get(data, "patient.breastfeeding") is True:
+            issues.error(
+                ("patient", "breastfeeding"),
+                "Breastfeeding is true but sex is male; correct one of them (use null if not "
+                "known).",
+            )
         status = _get(data, "patient.menopausal_status")
         if status is not None:
             issues.error(
@@ -922,19 +971,92 @@ def _check_cross_fields(data: dict[str, Any], issues: _Issues) -> None:
 
     brain = _get(data, "staging.brain_metastases_count")
     if brain is not None and brain > 0 and m == "M0":
-        issues.error(
-            ("staging", "brain_metastases_count"),
+        message = (
             f"{_number_text(brain)} brain metastases are recorded but the M category is M0 "
-            "(no distant metastasis); brain metastases are distant metastases.",
+            "(no distant metastasis); brain metastases are distant metastases."
         )
+        if _get(data, "diagnosis.setting") in _RELAPSE_SETTINGS:
+            message += (
+                " For a recurrence or progression, record the current M category (M1), not "
+                "the one at first diagnosis."
+            )
+        issues.error(("staging", "brain_metastases_count"), message)
 
+    _check_liver_burden(data, issues, cancer_type, n, m)
+    _check_ann_arbor(data, issues)
+
+
+_RELAPSE_SETTINGS = frozenset({"recurrent", "progressive"})
+# Words that place an index lesion in the liver: the organ, Couinaud segments (Roman numerals;
+# lung segments are written S1-S10 or by name), and the liver's lobes ("right lobe", while a
+# lung lobe is "right upper lobe").
+_LIVER_SITE = re.compile(
+    r"\b(?:liver|hepatic|intrahepatic|couinaud|caudate|hepatic\s+dome"
+    r"|segments?\s+(?:I|II|III|IV|IVa|IVb|V|VI|VII|VIII)\b"
+    r"|(?:left|right)\s+(?:hepatic\s+)?lobe)",
+    re.IGNORECASE,
+)
+# A lymph node at the liver hilum is extrahepatic (N1), even though its site says "hepatic".
+_NODE_SITE = re.compile(r"\b(?:lymph|node|nodes|nodal)\b", re.IGNORECASE)
+
+
+def _site_in_liver(site: str) -> bool:
+    return bool(_LIVER_SITE.search(site)) and not _NODE_SITE.search(site)
+
+
+def _index_lesion_outside_liver(data: Mapping[str, Any], n: str | None, m: str | None) -> bool:
+    """True if an HCC's index lesion is not a liver nodule: a metastasis, a distant recurrence
+    or a tumour thrombus.
+
+    That needs both a site that names no part of the liver and disease that can lie outside
+    the nodules (extrahepatic spread, N1/M1, a recurrence or progression, or macrovascular
+    invasion for a portal or hepatic vein thrombus); extrahepatic spread = false keeps a
+    lesion that is not a thrombus in the liver.
+    """
+    site = _get(data, "index_lesion.site")
+    if not isinstance(site, str) or not site.strip() or _site_in_liver(site):
+        return False
+    if _get(data, "staging.macrovascular_invasion") is True:
+        return True
+    spread = _get(data, "staging.extrahepatic_spread")
+    if spread is False:
+        return False
+    return (
+        spread is True
+        or n == "N1"
+        or (m is not None and m.startswith("M1"))
+        or _get(data, "diagnosis.setting") in _RELAPSE_SETTINGS
+    )
+
+
+def _check_liver_burden(
+    data: dict[str, Any], issues: _Issues, cancer_type: str | None, n: str | None, m: str | None
+) -> None:
+    """The HCC index lesion, when it is a liver nodule, must agree with the liver burden.
+
+    Number and size of liver nodules are HCC staging inputs (BCLC, Milan); for other cancers
+    they are not normally recorded (a warning says so) and the index lesion may lie anywhere,
+    so they are not compared. An HCC index lesion outside the liver (an adrenal, lung or bone
+    metastasis, a distant recurrence with no lesion left in the liver) is not compared either.
+    """
+    if cancer_type != "hcc" or _index_lesion_outside_liver(data, n, m):
+        return
+    site = _get(data, "index_lesion.site")
+    hint = ""
+    if isinstance(site, str) and site.strip() and not _site_in_liver(site):
+        hint = (
+            f" If the index lesion ({_quote(site)}) is not a liver nodule, record the "
+            "extrahepatic spread (and N1 or M1) for a lesion outside the liver, or the "
+            "macrovascular invasion for a tumour thrombus, so that it is not compared with the "
+            "liver nodules."
+        )
     nodules = _get(data, "staging.nodules_count")
     count = _get(data, "index_lesion.count")
     if nodules is not None and count is not None and nodules != count:
         issues.error(
             ("staging", "nodules_count"),
             f"Number of liver nodules ({_number_text(nodules)}) differs from the number of "
-            f"lesions in the index lesion section ({_number_text(count)}).",
+            f"lesions in the index lesion section ({_number_text(count)})." + hint,
         )
     largest = _get(data, "staging.largest_nodule_mm")
     size = _get(data, "index_lesion.size_mm")
@@ -943,10 +1065,8 @@ def _check_cross_fields(data: dict[str, Any], issues: _Issues) -> None:
             ("staging", "largest_nodule_mm"),
             f"Largest liver nodule {_with_unit(largest, 'mm')} is smaller than the index lesion "
             f"({_with_unit(size, 'mm')}); the index lesion cannot be larger than the largest "
-            "nodule.",
+            "nodule." + hint,
         )
-
-    _check_ann_arbor(data, issues)
 
 
 def _tnm_value(data: Mapping[str, Any], axis: str, cancer_type: str | None) -> str | None:
@@ -993,6 +1113,48 @@ def _check_ann_arbor(data: dict[str, Any], issues: _Issues) -> None:
 
 
 _MONTH = timedelta(days=30.44)
+# G8 of 14 or less is an abnormal screen (a full geriatric assessment is advised).
+_G8_CUTOFF = 14
+# Free-text answers to "autoimmune disease" that mean there is none, or that it is not known.
+_NO_AUTOIMMUNE = re.compile(
+    r"(?:none|nil|no|absent|negative)(?:\s+(?:known|reported|documented))?"
+    r"|no\s+(?:known\s+|history\s+of\s+)?autoimmune(?:\s+diseases?)?",
+    re.IGNORECASE,
+)
+_UNKNOWN_TEXT = re.compile(
+    r"unknown|not\s+known|n/?a|not\s+(?:assessed|available|recorded)|\?+|-+", re.IGNORECASE
+)
+
+
+def _autoimmune_described(text: str) -> bool | None:
+    """True if the text describes a disease, False if it says there is none, None if unknown."""
+    words = " ".join(text.split()).rstrip(".").strip()
+    if not words or _UNKNOWN_TEXT.fullmatch(words):
+        return None
+    return not _NO_AUTOIMMUNE.fullmatch(words)
+
+
+def _warn_autoimmune(data: dict[str, Any], issues: _Issues) -> None:
+    # Checkpoint-inhibitor safety reads the activity; a description that contradicts it must
+    # be seen before the board relies on either.
+    activity = _get(data, "organ_function.autoimmune_activity")
+    text = _get(data, "organ_function.autoimmune_disease")
+    if activity is None or text is None:
+        return
+    described = _autoimmune_described(text)
+    if activity == "none" and described is True:
+        issues.warn(
+            ("organ_function", "autoimmune_activity"),
+            f'Autoimmune disease activity is "none" (no autoimmune disease) but Autoimmune '
+            f"disease describes one ({_quote(text)}); set the activity to inactive or active, "
+            "or correct the description.",
+        )
+    elif activity in ("inactive", "active") and described is False:
+        issues.warn(
+            ("organ_function", "autoimmune_disease"),
+            f"Autoimmune disease is {_quote(text)} but its activity is {_quote(activity)}; "
+            'describe the disease, or set the activity to "none".',
+        )
 
 
 def _check_warnings(data: dict[str, Any], issues: _Issues, today: date) -> None:
@@ -1022,6 +1184,15 @@ def _check_warnings(data: dict[str, Any], issues: _Issues, today: date) -> None:
             ("patient", "menopausal_status"),
             f"Premenopausal at age {_number_text(age)} years is unusual; please check.",
         )
+
+    g8 = _get(data, "patient.g8_score")
+    if g8 is not None and g8 > _G8_CUTOFF and _get(data, "patient.frailty") == "frail":
+        issues.warn(
+            ("patient", "frailty"),
+            f"Frailty is frail but the G8 score is {_number_text(g8)} (above "
+            f"{_G8_CUTOFF}, a normal screen); please check the frailty or the G8 score.",
+        )
+    _warn_autoimmune(data, issues)
 
     cancer_type = _cancer_type(data)
     brain = _get(data, "staging.brain_metastases_count")

@@ -92,7 +92,7 @@ def weighted_consensus(
     """Keep a proposed component when its weighted support exceeds the threshold. Safety
     first: a critical or major restriction from the knowledge base vetoes it outright."""
     proposals: dict[str, tuple[ProposedComponent, list[str]]] = {}
-    same_drugs: dict[tuple[str, frozenset[str]], str] = {}
+    same_drugs: dict[tuple[str, frozenset[str], frozenset[str]], str] = {}
     alias: dict[str, str] = {}  # a merged wording -> the wording of the item it joined
     for role, report in reports.items():
         for component in report.components:
@@ -128,7 +128,10 @@ def weighted_consensus(
         role: {item(description) for description in descriptions}
         for role, descriptions in (ungrounded or {}).items()
     }
-    kept, rejected, support = [], [], {}
+    kept, support = [], {}
+    # What a member withdrew, with its reason (Treatment answering an objection), stays on
+    # the record as a rejected option.
+    rejected = [r for report in reports.values() for r in report.rejected]
     conflicts: list[ConflictRecord] = []
     for description, (component, proposers) in proposals.items():
         numerator = denominator = 0.0

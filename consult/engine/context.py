@@ -72,6 +72,7 @@ class RoleInput:
     previous: RoleReport | None = None
     critiques: Sequence[tuple[str, CrossReview]] = ()
     reason: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)  # fact -> clinical label
 
 
 @dataclass
@@ -108,3 +109,4 @@ class VoteInput:
     draft: DraftPlan
     evidence: Sequence[Evidence]
     critiques_given: Sequence[CrossReview] = field(default_factory=list)
+    facts: Mapping[str, Any] = field(default_factory=dict)

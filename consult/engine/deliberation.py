@@ -23,6 +23,7 @@ from consult.engine.consensus import (
 from consult.engine.context import (
     REVIEW_PAIRS,
     ROLE_KINDS,
+    SPECIALISTS,
     ReviewInput,
     RoleInput,
     SynthesisInput,
@@ -52,6 +53,7 @@ from consult.engine.schemas import (
     MonitoringItem,
     Plan,
     PlanComponent,
+    ProposedComponent,
     Recommendation,
     RejectedOption,
     ResidualContext,
@@ -62,6 +64,7 @@ from consult.engine.schemas import (
 )
 
 MAX_ROUNDS_CAP = 5
+_EMPTY = RoleReport(conclusion="", confidence=0)
 SAFETY_KINDS = ("contraindication", "interaction", "organ_function_gate")
 PHASES = ("acute_0_3m", "intermediate_3_12m", "long_term_12m_plus")
 
@@ -78,12 +81,17 @@ class EngineConfig:
     retrieval_k: int = 12
     cancel_poll_s: float = 1.0  # how often a run waiting on the LLM looks for a cancel
     jurisdiction: str | None = None
+    # EvoMDT: a conflict scored at or above this (S = α·semantic + β·risk + γ·implementation)
+    # earns another round, even when every vote agrees.
+    conflict_threshold: float = 0.6
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_rounds <= MAX_ROUNDS_CAP:
             raise ValueError(f"max_rounds must be between 1 and {MAX_ROUNDS_CAP}")
         if not 0.5 <= self.agreement <= 1.0:
             raise ValueError("agreement must be between 0.5 and 1.0")
+        if not 0.0 < self.conflict_threshold <= 1.0:
+            raise ValueError("conflict_threshold must be above 0 and at most 1")
 
 
 @dataclass
@@ -94,12 +102,14 @@ class _State:
     triage: Triage | None = None
     evidence: dict[str, list[Evidence]] = field(default_factory=dict)
     reports: dict[str, RoleReport] = field(default_factory=dict)
+    history: list[RoleReport] = field(default_factory=list)  # every report of every round
     ungrounded: dict[str, set[str]] = field(default_factory=dict)
     residuals: list[ResidualContext] = field(default_factory=list)
     critiques: list[tuple[str, str, CrossReview]] = field(default_factory=list)
     previous_critiques: list[tuple[str, str, CrossReview]] = field(default_factory=list)
     synthesis: Synthesis | None = None
     conflicts: list[ConflictRecord] = field(default_factory=list)
+    round_conflicts: list[ConflictRecord] = field(default_factory=list)
     rounds: int = 0
     stopped_by: str = ""
     fallbacks: int = 0
@@ -112,7 +122,8 @@ def _evidence_to_dict(evidence: Evidence) -> dict[str, Any]:
 
 
 def _evidence_from_dict(data: Mapping[str, Any]) -> Evidence:
-    return Evidence(**{**data, "missing": tuple(data.get("missing") or ())})
+    held = tuple((fact, value) for fact, value in data.get("held") or ())
+    return Evidence(**{**data, "missing": tuple(data.get("missing") or ()), "held": held})
 
 
 class Deliberation:
@@ -128,8 +139,10 @@ class Deliberation:
         experience: ExperienceRetriever | None = None,
         config: EngineConfig | None = None,
         clock: Callable[[], float] = time.monotonic,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         self.state = _State(case=case, facts=facts, staging=dict(staging))
+        self.labels = dict(labels or {})
         self.retriever = retriever
         self.store = store
         self.provider = provider
@@ -161,9 +174,14 @@ class Deliberation:
             missing = sorted(
                 f"derived.{k}"
                 for k, v in self.state.staging.items()
-                if v is None and k in guideline.RELEVANT_STAGING.get(self.cancer, ())
+                if v is None and k in guideline.relevant_staging(self.state.case)
             )
-            payload = {"staging": self.state.staging, "missing": missing}
+            payload = {
+                "staging": self.state.staging,
+                "missing": missing,
+                "cancer_type": self.cancer,
+                "staging_keys": list(guideline.relevant_staging(self.state.case)),
+            }
             return StepResult(payload, [EngineEvent("intake", payload)])
 
         await self._step("intake", run)
@@ -282,6 +300,7 @@ class Deliberation:
                 previous=self.state.reports.get(role),
                 critiques=critiques,
                 reason=(self.state.triage.specialists.get(role, "") if self.state.triage else ""),
+                labels=self.labels,
             )
 
             async def on_delta(text: str) -> None:
@@ -320,6 +339,7 @@ class Deliberation:
 
         result = await self._step(f"r{round_no}.report.{role}", run)
         self.state.reports[role] = RoleReport.model_validate(result["report"])
+        self.state.history.append(self.state.reports[role])
         self.state.ungrounded[role] = {
             u["component"] for u in result["ungrounded"] if u.get("component")
         }
@@ -426,9 +446,11 @@ class Deliberation:
         result = await self._step(f"r{round_no}.synthesis", run)
         self.state.synthesis = Synthesis.model_validate(result["synthesis"])
         self.state.residuals.append(self.state.synthesis.residual)
-        self.state.conflicts.extend(ConflictRecord.model_validate(c) for c in result["conflicts"])
+        round_conflicts = [ConflictRecord.model_validate(c) for c in result["conflicts"]]
+        self.state.round_conflicts = round_conflicts
+        self.state.conflicts.extend(round_conflicts)
 
-    async def _vote(self, role: str, round_no: int) -> bool:
+    async def _vote(self, role: str, round_no: int) -> Vote:
         async def run() -> StepResult:
             assert self.state.synthesis is not None  # noqa: S101 - synthesis precedes votes
             inp = VoteInput(
@@ -438,6 +460,7 @@ class Deliberation:
                 report=self.state.reports[role],
                 draft=self.state.synthesis.draft,
                 evidence=self.state.evidence[role],
+                facts=self.state.facts,
             )
             answer = await self.provider.vote(inp)
             vote: Vote = answer.value
@@ -450,7 +473,7 @@ class Deliberation:
             )
 
         result = await self._step(f"r{round_no}.vote.{role}", run)
-        return bool(result["vote"]["agree"])
+        return Vote.model_validate(result["vote"])
 
     async def _round(
         self, round_no: int, panel: Sequence[str], weights: Mapping[str, float]
@@ -458,17 +481,40 @@ class Deliberation:
         self.state.previous_critiques, self.state.critiques = self.state.critiques, []
         await asyncio.gather(*(self._report(role, round_no) for role in panel))
         pairs = [(a, b) for a, b in REVIEW_PAIRS if a in panel and b in panel]
+        # Every specialist reviews Treatment's proposal from its own domain (the
+        # cardio-oncology seat objects to an anthracycline with a failing heart).
+        pairs += [(s, "treatment") for s in panel if s in SPECIALISTS and "treatment" in panel]
         await asyncio.gather(*(self._review(a, b, round_no) for a, b in pairs))
         await self._synthesize(round_no, weights)
         votes = await asyncio.gather(*(self._vote(role, round_no) for role in panel))
-        agreement = sum(votes) / len(votes)
+        agreement = sum(v.agree for v in votes) / len(votes)
+        # MedAgents: the advice of a "revise" vote is answered by Treatment in the next round.
+        self.state.critiques += [
+            (role, "treatment", CrossReview(agree=False, critique=v.advice, concerns=v.concerns))
+            for role, v in zip(panel, votes, strict=True)
+            if not v.agree and v.advice and role != "treatment"
+        ]
+        conflict = max((c.score for c in self.state.round_conflicts), default=0.0)
 
         async def run() -> StepResult:
-            stop = agreement >= self.config.agreement
+            agreed = agreement >= self.config.agreement
+            calm = conflict < self.config.conflict_threshold
+            stop = agreed and calm
             payload = {
                 "agreement": round(agreement, 3),
+                "conflict": round(conflict, 3),
                 "stop": stop,
-                "votes": dict(zip(panel, votes, strict=True)),
+                "reason": (
+                    "agreement"
+                    if stop
+                    else (
+                        "votes ask for a revision"
+                        if not agreed
+                        else f"conflict {conflict:.2f} at or above the threshold "
+                        f"{self.config.conflict_threshold:.2f}: another round"
+                    )
+                ),
+                "votes": {r: v.agree for r, v in zip(panel, votes, strict=True)},
             }
             return StepResult(
                 payload, [EngineEvent("consensus", payload, role="coordinator", round=round_no)]
@@ -484,8 +530,29 @@ class Deliberation:
         draft = self.state.synthesis.draft
         safety_units = self.state.evidence.get("safety", [])
 
+        declines = self.state.facts.get("derived.declines") or []
+
+        # What the board withdrew (in any round) is checked again for the record: the plan
+        # shows the rule that ruled it out, never the item.
+        planned = {c.description for c in draft.components}
+        withdrawn = {r.option for r in draft.rejected}
+        ruled_out = list(
+            {
+                c.description: c
+                for report in self.state.history
+                for c in report.components
+                if c.description in withdrawn and c.description not in planned
+            }.values()
+        )
+
         async def gate_run() -> StepResult:
-            outcome = safety_gate(draft.components, safety_units)
+            outcome = safety_gate(
+                draft.components,
+                safety_units,
+                facts=self.state.facts,
+                declines=declines if isinstance(declines, list) else [],
+                ruled_out=ruled_out,
+            )
             payload = {
                 "components": [c.model_dump() for c in outcome.components],
                 "gates": [g.model_dump() for g in outcome.gates],
@@ -545,15 +612,23 @@ class Deliberation:
         evidence = [
             EvidenceItem(**memory[key].cite()) for key in dict.fromkeys(cited) if key in memory
         ]
+        # The data that would change this plan: staging, the options' own conditions, and the
+        # gates of the items in the plan (not the rules about drugs nobody proposed).
+        deciders = ("diagnostic", "treatment")
         needs = sorted(
-            set(gate["needs_data"]) | {n for r in self.state.reports.values() for n in r.needs_data}
+            set(gate["needs_data"])
+            | {n for role in deciders for n in self.state.reports.get(role, _EMPTY).needs_data}
         )
         intent = draft.intent
-        summary = draft.summary
-        if len(plan_components) < len(draft.components):
-            summary += (
-                " Safety gate: " + "; ".join(r["option"] for r in gate["rejected"]) + " withheld."
-            )
+        # The gate may have changed the pathway: the answer is written from the final plan.
+        summary = guideline.plan_summary(
+            question=str(self.state.case.get("question") or ""),
+            case=self.state.case,
+            staging=self.state.staging,
+            components=[ProposedComponent.model_validate(c.model_dump()) for c in plan_components],
+            rejected=_unique_rejected(rejected),
+            intent=intent,
+        )
         return Plan(
             case_id=str(self.state.case.get("case_id") or ""),
             engine=self.provider.name,
@@ -569,12 +644,16 @@ class Deliberation:
                     "ann_arbor_stage",
                     "ipi",
                     "cns_ipi",
+                    "flipi",
                 )
             },
             recommendation=Recommendation(
-                summary=summary, intent=intent, components=plan_components
+                summary=summary,
+                intent=intent,
+                components=plan_components,
+                question=str(self.state.case.get("question") or ""),
             ),
-            rejected_options=rejected,
+            rejected_options=_unique_rejected(rejected),
             safety=SafetyBlock.model_validate({"gates": gate["gates"], "flags": gate["flags"]}),
             monitoring=monitoring,
             evidence=evidence,
@@ -647,6 +726,14 @@ class Deliberation:
         else:
             self.state.stopped_by = "round limit"
         return await self._final()
+
+
+def _unique_rejected(rejected: Sequence[RejectedOption]) -> list[RejectedOption]:
+    """Each rejected option once, with its first (earliest-decided) reason."""
+    seen: dict[str, RejectedOption] = {}
+    for option in rejected:
+        seen.setdefault(option.option, option)
+    return list(seen.values())
 
 
 def _unique(conflicts: Sequence[ConflictRecord]) -> list[ConflictRecord]:

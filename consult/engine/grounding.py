@@ -3,11 +3,37 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from consult.engine.protocols import Evidence
-from consult.engine.schemas import RoleReport
+from consult.engine.schemas import ProposedComponent, RoleReport
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.split(r"[^a-z0-9]+", text.casefold()) if len(w) > 3}
+
+
+def supports(unit: Evidence, component: ProposedComponent) -> bool:
+    """Whether a cited unit can support this plan item: it applies to the patient and it is
+    about the item - a therapy unit that names one of its drugs, or, for an item without
+    drugs, one of the same modality; a safety or surveillance unit only backs an item it
+    names (a contraindication is no evidence for giving the drug)."""
+    if unit.applies is not True:
+        return False
+    action = unit.action
+    if action.get("type") == "therapy":
+        unit_agents = {a.casefold() for a in action.get("agents") or []}
+        mine = {a.casefold() for a in component.agents}
+        if mine and unit_agents:
+            return bool(any(u in m or m in u for u in unit_agents for m in mine))
+        if mine and not unit_agents:
+            return False
+        return action.get("modality") == component.modality or bool(
+            _words(str(action.get("description") or "")) & _words(component.description)
+        )
+    return action.get("type") != "safety"
 
 
 def ground_report(
@@ -23,11 +49,16 @@ def ground_report(
         if bad:
             ungrounded.append({"claim": index, "text": claim.text, "cited": bad})
             claim.evidence = [ref for ref in claim.evidence if ref in allowed]
+    units = {e.unit_id: e for e in evidence}
     for component in grounded.components:
-        bad = [ref for ref in component.evidence if ref not in allowed]
+        bad = [
+            ref
+            for ref in component.evidence
+            if ref not in allowed or not supports(units[ref], component)
+        ]
         if bad or not component.evidence:
             ungrounded.append({"component": component.description, "cited": bad})
-            component.evidence = [ref for ref in component.evidence if ref in allowed]
+            component.evidence = [ref for ref in component.evidence if ref not in bad]
     for constraint in grounded.constraints:
         constraint.evidence = [ref for ref in constraint.evidence if ref in allowed]
     for proposal in grounded.monitoring:

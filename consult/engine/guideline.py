@@ -8,7 +8,8 @@ lack of data is not acted on; it is reported as data needed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from consult.engine.context import (
     SPECIALISTS,
@@ -19,6 +20,7 @@ from consult.engine.context import (
     VoteInput,
 )
 from consult.engine.matching import drug_key, targets, vetoes
+from consult.engine.pathway import arrange, is_adjunct
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import (
     Claim,
@@ -27,6 +29,7 @@ from consult.engine.schemas import (
     DraftPlan,
     Intent,
     MonitoringProposal,
+    ObjectionAnswer,
     ProposedComponent,
     RejectedOption,
     ResidualContext,
@@ -47,6 +50,12 @@ STAGING_LABELS = {
     "ann_arbor_stage": "Ann Arbor stage",
     "ipi": "IPI",
     "cns_ipi": "CNS-IPI",
+    "flipi": "FLIPI",
+}
+PHASE_WORDS = {
+    "acute_0_3m": "Acute (0–3 months)",
+    "intermediate_3_12m": "Intermediate (3–12 months)",
+    "long_term_12m_plus": "Long term (over 12 months)",
 }
 RELEVANT_STAGING = {
     "hcc": ("bclc", "child_pugh_class", "child_pugh_score", "albi_grade"),
@@ -54,6 +63,18 @@ RELEVANT_STAGING = {
     "breast": ("tnm_stage", "breast_subtype"),
     "lymphoma": ("ann_arbor_stage", "ipi", "cns_ipi"),
 }
+
+
+def relevant_staging(case: Mapping[str, Any]) -> tuple[str, ...]:
+    """The staging systems of the case's cancer: follicular lymphoma is scored with FLIPI,
+    aggressive lymphomas with IPI and CNS-IPI."""
+    cancer = str(case.get("cancer_type") or "other")
+    if cancer == "lymphoma":
+        diagnosis = case.get("diagnosis") or {}
+        words = f"{diagnosis.get('histology') or ''} {diagnosis.get('subtype') or ''}"
+        if "follicular" in words.casefold() and "large" not in words.casefold():
+            return ("ann_arbor_stage", "flipi")
+    return RELEVANT_STAGING.get(cancer, ())
 
 
 def _confidence(evidence: Sequence[Evidence]) -> float:
@@ -96,9 +117,11 @@ def triage(case: dict[str, object], facts: dict[str, object]) -> Triage:
     lvef = facts.get("organ_function.lvef_pct")
     if isinstance(lvef, int | float) and lvef < 55:
         chosen["cardio_oncology"] = f"LVEF {lvef}% before potentially cardiotoxic therapy"
-    preferences = str(facts.get("patient.preferences") or "").casefold()
-    if "fertil" in preferences or "pregnan" in preferences:
-        chosen["fertility"] = "the patient's preferences mention fertility"
+    wants = facts.get("derived.wants") or []
+    if isinstance(wants, list) and "fertility_preservation" in wants:
+        chosen["fertility"] = "the patient wishes to preserve fertility"
+    if facts.get("patient.pregnant") is True:
+        chosen["fertility"] = "the patient is pregnant: obstetric and fetal safety"
     medications = facts.get("patient.medications") or []
     if isinstance(medications, list) and len(medications) >= 1:
         chosen["pharmacy"] = f"{len(medications)} current medication(s) to check for interactions"
@@ -117,8 +140,7 @@ def triage(case: dict[str, object], facts: dict[str, object]) -> Triage:
 
 
 def diagnostic(inp: RoleInput) -> RoleReport:
-    cancer = str(inp.case.get("cancer_type") or "other")
-    keys = RELEVANT_STAGING.get(cancer, ())
+    keys = relevant_staging(inp.case)
     parts, claims, needs = [], [], []
     staging_units = _applying(inp.evidence)
     for key in keys:
@@ -155,16 +177,106 @@ def diagnostic(inp: RoleInput) -> RoleReport:
     )
 
 
-def _vetoed_by_critique(inp: RoleInput) -> set[str]:
-    """Components a reviewer disputed in the previous round (safety first: drop them)."""
-    disputed: set[str] = set()
+def _display(value: object) -> str:
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "none"
+    return str(value)
+
+
+# Facts whose values name drugs, regimens or treatments: the rationale names the fact, not the
+# values, so that a plan item never reads as recommending what the patient took, must avoid or
+# declined (the dossier and the summary say which).
+_DRUG_LISTS = (
+    "derived.prior_regimens",
+    "derived.declines",
+    "derived.wants",
+    "patient.preferences",
+    "derived.strong_cyp3a4_inhibitors",
+    "derived.strong_cyp3a4_inducers",
+    "derived.qt_prolonging_drugs",
+    "derived.anticoagulants",
+    "derived.antiplatelets",
+    "derived.cyp2d6_inhibitors",
+    "patient.medications",
+    "diagnosis.prior_therapies",
+)
+
+
+def rationale(unit: Evidence, labels: Mapping[str, str]) -> list[str]:
+    """The patient facts that made the unit apply, in clinical words: "BCLC stage: B ✓"."""
+    lines = []
+    for fact, value in unit.held:
+        label = labels.get(fact) or STAGING_LABELS.get(fact.removeprefix("derived."))
+        label = label or fact.split(".")[-1].replace("_", " ")
+        if fact in _DRUG_LISTS:
+            lines.append(f"{label} \u2713")
+        else:
+            lines.append(f"{label}: {_display(value)} \u2713")
+    return lines
+
+
+def component_from_unit(unit: Evidence, labels: Mapping[str, str]) -> ProposedComponent:
+    action = unit.action
+    return ProposedComponent(
+        modality=action.get("modality", "systemic"),
+        description=str(action.get("description") or unit.title),
+        agents=[str(a) for a in action.get("agents") or []],
+        evidence=[unit.unit_id],
+        adjunct=action.get("role") == "adjunct",
+        preference=int(action.get("preference") or 5),
+        with_modalities=list(action.get("with_modalities") or []),
+        declined_if=list(action.get("declined_if") or []),
+        dose_adjustments=[str(d) for d in action.get("dose_adjustments") or []],
+        when=str(action.get("when") or ""),
+        rationale=rationale(unit, labels),
+    )
+
+
+def _objections(
+    inp: RoleInput, descriptions: set[str]
+) -> tuple[dict[str, str], dict[str, str], list[ObjectionAnswer]]:
+    """What the members asked Treatment to change in the previous round (their cross-reviews
+    and the advice of their votes), and Treatment's answer to each."""
+    removed: dict[str, str] = {}
+    demoted: dict[str, str] = {}
+    answers: list[ObjectionAnswer] = []
     for reviewer, critique in inp.critiques:
-        if reviewer == "safety" and not critique.agree:
-            disputed |= set(critique.concerns)
-    return disputed
+        if critique.agree:
+            continue
+        responses = []
+        for description in critique.concerns:
+            if description not in descriptions:
+                continue
+            reason = critique.reasons.get(description) or critique.critique
+            removed.setdefault(description, f"{reviewer.replace('_', ' ')}: {reason}")
+            responses.append(f"withdrew {description}")
+        for description in critique.demote:
+            if description not in descriptions or description in removed:
+                continue
+            reason = critique.reasons.get(description) or critique.critique
+            demoted.setdefault(description, reason)
+            responses.append(f"put {description} behind the next safe option until: {reason}")
+        answers.append(
+            ObjectionAnswer(
+                objection=critique.critique[:500],
+                by=reviewer,
+                response=(
+                    "; ".join(responses)
+                    if responses
+                    else "kept the pathway: the objection names no item of the proposal"
+                ),
+            )
+        )
+    return removed, demoted, answers
 
 
-def _intent(units: Sequence[Evidence]) -> Intent:
+def _intent(option: Evidence | None, units: Sequence[Evidence]) -> Intent:
+    if option is not None and option.action.get("intent") in ("curative", "palliative"):
+        return option.action["intent"]  # type: ignore[no-any-return]
     intents = {str(u.action.get("intent")) for u in units}
     if "curative" in intents:
         return "curative"
@@ -174,25 +286,27 @@ def _intent(units: Sequence[Evidence]) -> Intent:
 
 
 def treatment(inp: RoleInput) -> RoleReport:
-    units = _applying(inp.evidence)
-    disputed = _vetoed_by_critique(inp)
-    components, rejected = [], []
-    for unit in sorted(units, key=lambda u: (u.grade_ordinal, u.unit_id)):
-        action = unit.action
-        component = ProposedComponent(
-            modality=action.get("modality", "systemic"),
-            description=str(action.get("description") or unit.title),
-            agents=[str(a) for a in action.get("agents") or []],
-            evidence=[unit.unit_id],
-        )
-        if component.description in disputed:
-            rejected.append(
-                RejectedOption(
-                    option=component.description, reason="disputed by Safety in the previous round"
-                )
-            )
+    """One pathway: the applicable options ranked by guideline preference and grade, the
+    patient's declined treatments and the objections of the previous round taken into
+    account; adjuncts join the chosen pathway."""
+    units = sorted(_applying(inp.evidence), key=lambda u: (u.grade_ordinal, u.unit_id))
+    proposals: list[ProposedComponent] = []
+    source: dict[str, Evidence] = {}
+    for unit in units:
+        component = component_from_unit(unit, inp.labels)
+        if component.description in source:
             continue
-        components.append(component)
+        source[component.description] = unit
+        proposals.append(component)
+    removed, demoted, answers = _objections(inp, set(source))
+    declines = inp.facts.get("derived.declines") or []
+    arranged = arrange(
+        proposals,
+        removed=removed,
+        demoted=demoted,
+        declines=declines if isinstance(declines, list) else [],
+    )
+    option = arranged.option
     claims = [
         Claim(
             text=f"{unit.title} ({unit.grade})",
@@ -201,18 +315,28 @@ def treatment(inp: RoleInput) -> RoleReport:
         )
         for unit in units
     ]
-    if components:
-        conclusion = "Recommend: " + "; ".join(c.description for c in components)
+    if option is not None:
+        conclusion = "Recommend: " + "; then ".join(c.description for c in arranged.primary)
+        if arranged.alternatives:
+            conclusion += ". Alternatives: " + "; ".join(
+                f"{c.description} ({c.when})" for c in arranged.alternatives
+            )
+    elif arranged.components:
+        conclusion = "No treatment option can be recommended as it stands: " + "; ".join(
+            f"{c.description} ({c.when})" for c in arranged.alternatives
+        )
     else:
         conclusion = "No treatment step applies with the data available."
+    chosen = [source[option.description]] if option is not None else []
     return RoleReport(
         conclusion=conclusion,
         claims=claims,
-        intent=_intent(units),
-        components=components,
-        rejected=rejected,
+        intent=_intent(chosen[0] if chosen else None, units),
+        components=arranged.components,
+        rejected=arranged.rejected,
         needs_data=_needs(inp.evidence),
-        confidence=_confidence(units),
+        answers=answers,
+        confidence=_confidence(chosen or units),
     )
 
 
@@ -255,10 +379,10 @@ def monitoring(inp: RoleInput) -> RoleReport:
         for unit in units
         if unit.action.get("type") == "surveillance"
     ]
-    phases = sorted({p.phase for p in proposals})
+    phases = [PHASE_WORDS[p] for p in PHASE_WORDS if p in {x.phase for x in proposals}]
     claims = [
         Claim(
-            text=f"{p.phase}: {p.what}, {p.interval} ({p.anchor})",
+            text=f"{PHASE_WORDS.get(p.phase, p.phase)}: {p.what}, {p.interval} ({p.anchor})",
             evidence=p.evidence,
             confidence=0.85,
         )
@@ -310,26 +434,56 @@ def role_report(inp: RoleInput) -> RoleReport:
 # --- cross-validation, synthesis, votes --------------------------------------------------------
 
 
+def restrictions(
+    units: Sequence[Evidence], components: Sequence[ProposedComponent]
+) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """What the applicable rules of a reviewer's domain say about the proposal: items to
+    remove (critical/major "remove", in the pathway or among the alternatives), primary items
+    to demote (a failed precondition), and notes for the rest."""
+    remove: dict[str, str] = {}
+    demote: dict[str, str] = {}
+    notes: list[str] = []
+    for unit in _applying(units):
+        action = unit.action
+        effect = action.get("effect")
+        if action.get("type") != "safety" or effect not in ("remove", "condition", "adjust"):
+            continue
+        for component in components:
+            if not targets(action, component):
+                continue
+            reason = f"{unit.title}: {action.get('advice', '')} ({unit.unit_id})"
+            if vetoes(action):
+                remove.setdefault(component.description, reason)
+            elif action.get("demotes") and component.role == "primary":
+                demote.setdefault(component.description, str(action.get("advice") or unit.title))
+            notes.append(
+                f"{component.description}: {unit.title} "
+                f"({action.get('severity')}, {effect}, {unit.unit_id})"
+            )
+    return remove, demote, notes
+
+
 def review(inp: ReviewInput) -> CrossReview:
+    """Safety and every specialist check Treatment's proposal against the rules of their
+    domain, and object (with the reason) to what must go or wait; Diagnostic names the
+    missing data the options depend on; Treatment checks Monitoring covers the plan."""
+    if inp.target == "treatment" and inp.reviewer not in ("diagnostic", "monitoring"):
+        remove, demote, domain_notes = restrictions(inp.evidence, inp.report.components)
+        if not remove and not demote:
+            return CrossReview(agree=True, critique="; ".join(domain_notes) or "No objection.")
+        objections = [f"Remove {d}: {r}" for d, r in remove.items()] + [
+            f"Not first: {d} (only once {r})" for d, r in demote.items()
+        ]
+        return CrossReview(
+            agree=False,
+            critique="; ".join(objections),
+            concerns=sorted(remove),
+            demote=sorted(demote),
+            reasons={**demote, **remove},
+        )
     concerns: list[str] = []
     notes: list[str] = []
-    if inp.reviewer == "safety":
-        for unit in _applying(inp.evidence):
-            effect = unit.action.get("effect")
-            if effect not in ("remove", "condition"):
-                continue
-            for component in inp.report.components:
-                if not targets(unit.action, component):
-                    continue
-                # Only a rule that vetoes (a critical or major "remove") disputes the option;
-                # any other is a note: the safety gate will attach it as a condition.
-                if vetoes(unit.action):
-                    concerns.append(component.description)
-                notes.append(
-                    f"{component.description}: {unit.title} "
-                    f"({unit.action.get('severity')}, {effect}, {unit.unit_id})"
-                )
-    elif inp.reviewer == "diagnostic" and inp.report.components and inp.report.needs_data:
+    if inp.reviewer == "diagnostic" and inp.report.components and inp.report.needs_data:
         notes.append(
             "Some options depend on data that is not available: "
             + ", ".join(inp.report.needs_data[:5])
@@ -361,7 +515,21 @@ def synthesis(
     monitoring = [
         p for p in reports.get("monitoring", RoleReport(conclusion="", confidence=0)).monitoring
     ]
-    summary = _summary(inp, components, intent)
+    # The Coordinator keeps one pathway, whoever proposed what; Treatment's intent decides.
+    declines = inp.facts.get("derived.declines") or []
+    arranged = arrange(components, declines=declines if isinstance(declines, list) else [])
+    components = arranged.components
+    rejected = [*rejected, *arranged.rejected]
+    treatment_intent = reports["treatment"].intent if "treatment" in reports else None
+    intent = treatment_intent or intent
+    summary = plan_summary(
+        question=str(inp.case.get("question") or ""),
+        case=inp.case,
+        staging=inp.staging,
+        components=components,
+        rejected=rejected,
+        intent=intent,
+    )
     residual = ResidualContext(
         consistency="Agreement: " + (", ".join(agreeing) or "none yet"),
         conflict="; ".join(disputes) or conflicts_text or "No conflict.",
@@ -387,35 +555,77 @@ def synthesis(
     return Synthesis(residual=residual, draft=draft, confidence=confidence)
 
 
-def _summary(inp: SynthesisInput, components: Sequence[ProposedComponent], intent: str) -> str:
-    staging = ", ".join(
-        f"{STAGING_LABELS.get(k, k)} {v}" for k, v in inp.staging.items() if v is not None
+def staging_text(case: Mapping[str, Any], staging: Mapping[str, object]) -> str:
+    """The staging of the case's cancer only, in clinical words."""
+    keys = relevant_staging(case)
+    return ", ".join(
+        f"{STAGING_LABELS.get(k, k)} {staging[k]}" for k in keys if staging.get(k) is not None
     )
-    if not components:
-        return (
-            f"{staging or 'Staging incomplete'}. No guideline treatment step applies with "
-            "the data available; the MDT should obtain the missing data."
+
+
+def plan_summary(
+    *,
+    question: str,
+    case: Mapping[str, Any],
+    staging: Mapping[str, object],
+    components: Sequence[ProposedComponent],
+    rejected: Sequence[RejectedOption],
+    intent: str,
+) -> str:
+    """The answer to the case's question first: the recommended pathway in order, then the
+    alternatives with when, then what was ruled out and why."""
+    stage = staging_text(case, staging) or "Staging incomplete"
+    primary = [c for c in components if c.role == "primary"]
+    alternatives = [c for c in components if c.role == "alternative"]
+    options = [c for c in primary if not is_adjunct(c)]
+    asked = f"{question.strip()} " if question.strip() else ""
+    if not options:
+        if alternatives:
+            answer = (
+                "No option can be recommended outright: "
+                + "; ".join(f"{c.description} ({c.when})" for c in alternatives)
+                + "."
+            )
+        else:
+            answer = (
+                "No guideline treatment step applies with the data available; the MDT should "
+                "obtain the missing data."
+            )
+        text = f"{asked}{stage}. {answer}"
+        if primary:
+            text += " With it: " + "; ".join(c.description for c in primary) + "."
+    else:
+        text = (
+            f"{asked}{stage}. Recommended pathway ({intent}): "
+            + "; then ".join(
+                c.description
+                + (f" [dose: {'; '.join(c.dose_adjustments)}]" if c.dose_adjustments else "")
+                for c in primary
+            )
+            + "."
         )
-    return (
-        f"{staging or 'Staging incomplete'}. {intent.capitalize()} intent: "
-        + "; ".join(c.description for c in components)
-        + "."
-    )
+        if alternatives:
+            text += " Alternatives: " + "; ".join(
+                f"{c.rank}. {c.description} ({c.when})" for c in alternatives
+            )
+            text += "."
+    if rejected:
+        text += " Not advised: " + "; ".join(f"{r.option} ({r.reason})" for r in rejected) + "."
+    return text
 
 
 def vote(inp: VoteInput) -> Vote:
-    draft_descriptions = {c.description for c in inp.draft.components}
-    if inp.role == "safety":
-        restricted = [
-            c.description
-            for c in inp.draft.components
-            for unit in _applying(inp.evidence)
-            if vetoes(unit.action) and targets(unit.action, c)
-        ]
-        if restricted:
-            return Vote(agree=False, advice="Remove: " + "; ".join(sorted(set(restricted))))
-        return Vote(agree=True, advice="No remaining safety objection.")
+    """Agree with the draft, or ask for a revision with advice the next round answers."""
+    if inp.role not in ("diagnostic", "treatment", "monitoring"):
+        remove, demote, _notes = restrictions(inp.evidence, inp.draft.components)
+        if remove or demote:
+            advice = [f"Remove {d}: {r}" for d, r in remove.items()] + [
+                f"Not first: {d} (only once {r})" for d, r in demote.items()
+            ]
+            return Vote(agree=False, advice="; ".join(advice), concerns=sorted(remove))
+        return Vote(agree=True, advice="No remaining objection from this domain.")
     if inp.role == "treatment":
+        draft_descriptions = {c.description for c in inp.draft.components}
         # An item merged into another with the same drugs is not dropped.
         same_drugs = {drug_key(c) for c in inp.draft.components if c.agents}
         dropped = [
@@ -427,7 +637,14 @@ def vote(inp: VoteInput) -> Vote:
         unexplained = [d for d in dropped if d not in rejected]
         if unexplained:
             return Vote(agree=False, advice="Dropped without a reason: " + "; ".join(unexplained))
-        return Vote(agree=True, advice="Draft reflects the applicable treatment steps.")
+        mine = [c.description for c in inp.report.components if c.role == "primary"]
+        theirs = [c.description for c in inp.draft.components if c.role == "primary"]
+        if mine and theirs and mine[0] != theirs[0] and mine[0] in draft_descriptions:
+            return Vote(
+                agree=False,
+                advice=f"The pathway should start with {mine[0]}, not {theirs[0]}.",
+            )
+        return Vote(agree=True, advice="Draft reflects the recommended pathway.")
     if inp.role == "monitoring" and not inp.draft.monitoring and inp.report.monitoring:
         return Vote(agree=False, advice="Add the surveillance schedule to the plan.")
     return Vote(agree=True, advice="")

@@ -21,10 +21,17 @@ def vetoes(action: Mapping[str, Any]) -> bool:
     return action.get("effect") == "remove" and severity in VETO_SEVERITIES
 
 
-def drug_key(component: ProposedComponent) -> tuple[str, frozenset[str]]:
-    """Two components with the same key (modality and drugs, case-insensitive) are one plan
-    item, whatever their wording."""
-    return component.modality, frozenset(a.casefold() for a in component.agents)
+def drug_key(
+    component: ProposedComponent,
+) -> tuple[str, frozenset[str], frozenset[str]]:
+    """Two components with the same key (modality, drugs and dose adjustments,
+    case-insensitive) are one plan item, whatever their wording. A reduced-dose regimen is
+    never folded into the full-dose one."""
+    return (
+        component.modality,
+        frozenset(a.casefold() for a in component.agents),
+        frozenset(_norm(d) for d in component.dose_adjustments),
+    )
 
 
 def _norm(text: str) -> str:

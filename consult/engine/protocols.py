@@ -29,6 +29,8 @@ class Evidence:
     applies: bool | None = None
     missing: tuple[str, ...] = ()
     score: float = 0.0
+    # (fact, the patient's value) of each condition that holds: why the unit applies.
+    held: tuple[tuple[str, Any], ...] = ()
 
     @property
     def action(self) -> Mapping[str, Any]:

@@ -18,7 +18,6 @@ from consult.engine.context import ReviewInput, RoleInput, SynthesisInput, VoteI
 from consult.engine.protocols import LLM, Evidence, Usage
 from consult.engine.schemas import (
     CrossReview,
-    DraftPlan,
     RoleReport,
     Synthesis,
     Vote,
@@ -185,15 +184,10 @@ class LLMProvider:
         value, usage, fallback = await self._ask("coordinator", "coordinator", user, Synthesis)
         if value is None:
             return Answer(computed, usage, fallback)
-        # The Coordinator writes the residual context and the narrative; the components are
-        # the weighted consensus, computed, so no plan item enters without its support.
-        draft = DraftPlan(
-            summary=value.draft.summary,
-            intent=consensus.intent,
-            components=consensus.components,
-            rejected=consensus.rejected,
-            monitoring=computed.draft.monitoring,
-        )
+        # The Coordinator writes the residual context; the components are the weighted
+        # consensus arranged into one pathway, computed, so no plan item enters without its
+        # support, and the summary is written from them.
+        draft = computed.draft
         return Answer(
             Synthesis(residual=value.residual, draft=draft, confidence=value.confidence), usage
         )

@@ -44,11 +44,51 @@ class Claim(_Model):
     confidence: float = Field(ge=0, le=1)
 
 
+ComponentRole = Literal["primary", "alternative"]
+
+
 class ProposedComponent(_Model):
+    """One treatment a member proposes. The plan recommends one pathway: the ``primary``
+    components (the chosen option, then what goes with it); ``alternative`` ones are ranked
+    fallbacks, each with ``when`` it would be chosen instead."""
+
     modality: Modality
     description: str
     agents: list[str] = Field(default_factory=list, description="Drug names, if any.")
     evidence: list[str] = Field(default_factory=list)
+    role: ComponentRole = Field(
+        default="primary",
+        description="primary = part of the one recommended pathway; alternative = a ranked "
+        "fallback.",
+    )
+    rank: int | None = Field(
+        default=None, ge=1, description="For alternatives: 1 = next best after the pathway."
+    )
+    when: str = Field(default="", description="For alternatives: when it would be chosen instead.")
+    dose_adjustments: list[str] = Field(
+        default_factory=list,
+        description="Renal, hepatic, age or frailty dose adjustments; a reduced-dose regimen "
+        "is its own component.",
+    )
+    adjunct: bool = Field(
+        default=False,
+        description="True for care that goes with the pathway (antiviral prophylaxis, "
+        "supportive care, fertility preservation) rather than being a treatment option.",
+    )
+    preference: int = Field(
+        default=5, ge=1, le=9, description="Guideline preference among options (1 = preferred)."
+    )
+    with_modalities: list[Modality] = Field(
+        default_factory=list,
+        description="For adjuncts that only follow some pathways (adjuvant after surgery).",
+    )
+    declined_if: list[str] = Field(
+        default_factory=list,
+        description="Preference topics that take this option out of the pathway if declined.",
+    )
+    rationale: list[str] = Field(
+        default_factory=list, description="Patient facts that made it apply."
+    )
 
 
 class RejectedOption(_Model):
@@ -71,6 +111,14 @@ class MonitoringProposal(_Model):
     evidence: list[str] = Field(default_factory=list)
 
 
+class ObjectionAnswer(_Model):
+    """Treatment's answer to an objection raised in the previous round."""
+
+    objection: str
+    by: str
+    response: str
+
+
 class RoleReport(_Model):
     """A role's answer in one round."""
 
@@ -84,6 +132,10 @@ class RoleReport(_Model):
     needs_data: list[str] = Field(
         default_factory=list, description="Case fields that are missing and matter."
     )
+    answers: list[ObjectionAnswer] = Field(
+        default_factory=list,
+        description="How each objection addressed to you in the previous round was answered.",
+    )
     confidence: float = Field(ge=0, le=1)
 
 
@@ -91,7 +143,17 @@ class CrossReview(_Model):
     agree: bool
     critique: str
     concerns: list[str] = Field(
-        default_factory=list, description="Components or claims the reviewer disputes."
+        default_factory=list,
+        description="Components (their exact description) the reviewer says must be removed.",
+    )
+    demote: list[str] = Field(
+        default_factory=list,
+        description="Components that may not start until a precondition is met (another "
+        "option should go first).",
+    )
+    reasons: dict[str, str] = Field(
+        default_factory=dict,
+        description="For each component named in concerns or demote: the reason, with the unit id.",
     )
 
 
@@ -123,23 +185,35 @@ class Synthesis(_Model):
 class Vote(_Model):
     agree: bool
     advice: str = ""
+    concerns: list[str] = Field(
+        default_factory=list,
+        description="Components (exact description) the voter wants removed in the revision.",
+    )
 
 
 # --- the plan -------------------------------------------------------------------------------
 
 
 class PlanComponent(_Model):
+    role: ComponentRole = "primary"
+    order: int | None = None  # primary components, in sequence
+    rank: int | None = None  # alternatives: 1 = next best
+    when: str = ""
     modality: Modality
     description: str
     agents: list[str] = Field(default_factory=list)
+    dose_adjustments: list[str] = Field(default_factory=list)
     evidence: list[str] = Field(default_factory=list)
     conditions: list[str] = Field(default_factory=list)
+    adjunct: bool = False
+    rationale: list[str] = Field(default_factory=list)
 
 
 class Recommendation(_Model):
     summary: str
     intent: Intent
     components: list[PlanComponent]
+    question: str = ""
 
 
 class GateResult(_Model):
@@ -148,6 +222,7 @@ class GateResult(_Model):
     detail: str
     unit: str = ""
     needs: list[str] = Field(default_factory=list)
+    applies_to: list[str] = Field(default_factory=list)  # the plan items it checked
 
 
 class Flag(_Model):

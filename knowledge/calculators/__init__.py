@@ -6,7 +6,7 @@ required input gives ``value=None`` and names the dotted path in ``inputs_missin
 
 from __future__ import annotations
 
-from knowledge.calculators._common import CalcResult, CalcValue
+from knowledge.calculators._common import CalcResult, CalcValue, FactValue
 from knowledge.calculators.breast import breast_subtype
 from knowledge.calculators.derive import STAGING_KEYS, derive_all, staging_summary
 from knowledge.calculators.liver import (
@@ -19,9 +19,30 @@ from knowledge.calculators.liver import (
     child_pugh_class_for,
     child_pugh_points,
     child_pugh_score,
+    liver_decompensated,
 )
-from knowledge.calculators.lymphoma import ann_arbor_stage, cns_ipi, ipi, parse_ann_arbor
+from knowledge.calculators.lymphoma import (
+    ann_arbor_stage,
+    cns_ipi,
+    flipi,
+    flipi_risk,
+    ipi,
+    parse_ann_arbor,
+)
+from knowledge.calculators.medications import (
+    anticoagulants,
+    antiplatelets,
+    cyp2d6_inhibitors,
+    qt_prolonging_drugs,
+    strong_cyp3a4_inducers,
+    strong_cyp3a4_inhibitors,
+)
+from knowledge.calculators.patient import early_relapse, frailty, months_to_relapse, prior_regimens
+from knowledge.calculators.preferences import declines, parse_preferences, wants
 from knowledge.calculators.renal import (
+    calvert_dose_mg,
+    carboplatin_auc5_mg,
+    carboplatin_auc6_mg,
     ckd_epi_2021,
     cockcroft_gault,
     crcl_cockcroft_gault,
@@ -34,20 +55,27 @@ from knowledge.calculators.tnm import (
     lung_tnm_stage,
     tnm_stage,
 )
+from knowledge.calculators.transplant import within_milan, within_ucsf, within_up_to_7
 
 __all__ = [
     "STAGING_KEYS",
     "CalcResult",
     "CalcValue",
+    "FactValue",
     "albi_grade",
     "albi_grade_for",
     "albi_linear_predictor",
     "albi_score",
     "ann_arbor_stage",
+    "anticoagulants",
+    "antiplatelets",
     "bclc_stage",
     "breast_stage_group",
     "breast_subtype",
     "breast_tnm_stage",
+    "calvert_dose_mg",
+    "carboplatin_auc5_mg",
+    "carboplatin_auc6_mg",
     "child_pugh_class",
     "child_pugh_class_for",
     "child_pugh_points",
@@ -56,12 +84,29 @@ __all__ = [
     "cns_ipi",
     "cockcroft_gault",
     "crcl_cockcroft_gault",
+    "cyp2d6_inhibitors",
+    "declines",
     "derive_all",
+    "early_relapse",
     "egfr_ckd_epi_2021",
+    "flipi",
+    "flipi_risk",
+    "frailty",
     "ipi",
+    "liver_decompensated",
     "lung_stage_group",
     "lung_tnm_stage",
+    "months_to_relapse",
     "parse_ann_arbor",
+    "parse_preferences",
+    "prior_regimens",
+    "qt_prolonging_drugs",
     "staging_summary",
+    "strong_cyp3a4_inducers",
+    "strong_cyp3a4_inhibitors",
     "tnm_stage",
+    "wants",
+    "within_milan",
+    "within_ucsf",
+    "within_up_to_7",
 ]

@@ -9,6 +9,9 @@ from typing import Any
 
 # A calculator value is a number, a label, or None ("not derivable from the inputs").
 CalcValue = int | float | str | None
+# A derived fact may also be a list of strings (medication classes, declined/wanted topics).
+# Booleans are ints in Python, so they are already CalcValues.
+FactValue = int | float | str | list[str] | None
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,7 @@ class CalcResult:
     """
 
     name: str
-    value: CalcValue
+    value: FactValue
     inputs_used: dict[str, object]
     inputs_missing: list[str]
     source: str
@@ -31,7 +34,7 @@ class CalcResult:
         """JSON-serialisable view (plain dicts/lists only)."""
         return {
             "name": self.name,
-            "value": self.value,
+            "value": list(self.value) if isinstance(self.value, list) else self.value,
             "inputs_used": dict(self.inputs_used),
             "inputs_missing": list(self.inputs_missing),
             "source": self.source,
@@ -146,7 +149,7 @@ class Inputs:
         return raw.strip()
 
     def result(
-        self, name: str, value: CalcValue, source: str, detail: str | Iterable[str] = ""
+        self, name: str, value: FactValue, source: str, detail: str | Iterable[str] = ""
     ) -> CalcResult:
         """Build the CalcResult; any missing input forces value to None (never partial output)."""
         parts = [detail] if isinstance(detail, str) else list(detail)

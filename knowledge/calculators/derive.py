@@ -13,10 +13,27 @@ from knowledge.calculators.liver import (
     bclc_stage,
     child_pugh_class,
     child_pugh_score,
+    liver_decompensated,
 )
-from knowledge.calculators.lymphoma import ann_arbor_stage, cns_ipi, ipi
-from knowledge.calculators.renal import crcl_cockcroft_gault, egfr_ckd_epi_2021
+from knowledge.calculators.lymphoma import ann_arbor_stage, cns_ipi, flipi, flipi_risk, ipi
+from knowledge.calculators.medications import (
+    anticoagulants,
+    antiplatelets,
+    cyp2d6_inhibitors,
+    qt_prolonging_drugs,
+    strong_cyp3a4_inducers,
+    strong_cyp3a4_inhibitors,
+)
+from knowledge.calculators.patient import early_relapse, frailty, months_to_relapse, prior_regimens
+from knowledge.calculators.preferences import declines, wants
+from knowledge.calculators.renal import (
+    carboplatin_auc5_mg,
+    carboplatin_auc6_mg,
+    crcl_cockcroft_gault,
+    egfr_ckd_epi_2021,
+)
 from knowledge.calculators.tnm import breast_tnm_stage, lung_tnm_stage
+from knowledge.calculators.transplant import within_milan, within_ucsf, within_up_to_7
 
 Calculator = Callable[[Mapping[str, Any]], CalcResult]
 
@@ -31,13 +48,35 @@ STAGING_KEYS: Final = (
     "ann_arbor_stage",
     "ipi",
     "cns_ipi",
+    "flipi",
 )
 
 # Kidney function matters for drug dosing in every cancer type.
-_COMMON: Final[dict[str, Calculator]] = {
+RENAL: Final[dict[str, Calculator]] = {
     "egfr_ckd_epi_2021": egfr_ckd_epi_2021,
     "crcl_cockcroft_gault": crcl_cockcroft_gault,
 }
+
+# Patient-level facts for every cancer type: dosing, interactions, preferences, history.
+PATIENT: Final[dict[str, Calculator]] = {
+    "carboplatin_auc5_mg": carboplatin_auc5_mg,
+    "carboplatin_auc6_mg": carboplatin_auc6_mg,
+    "liver_decompensated": liver_decompensated,
+    "frailty": frailty,
+    "declines": declines,
+    "wants": wants,
+    "strong_cyp3a4_inhibitors": strong_cyp3a4_inhibitors,
+    "strong_cyp3a4_inducers": strong_cyp3a4_inducers,
+    "qt_prolonging_drugs": qt_prolonging_drugs,
+    "anticoagulants": anticoagulants,
+    "antiplatelets": antiplatelets,
+    "cyp2d6_inhibitors": cyp2d6_inhibitors,
+    "months_to_relapse": months_to_relapse,
+    "prior_regimens": prior_regimens,
+    "early_relapse": early_relapse,
+}
+
+_COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}
 
 CALCULATORS_BY_CANCER_TYPE: Final[dict[str, dict[str, Calculator]]] = {
     "hcc": {
@@ -46,15 +85,25 @@ CALCULATORS_BY_CANCER_TYPE: Final[dict[str, dict[str, Calculator]]] = {
         "albi_score": albi_score,
         "albi_grade": albi_grade,
         "bclc": bclc_stage,
+        "within_milan": within_milan,
+        "within_up_to_7": within_up_to_7,
+        "within_ucsf": within_ucsf,
     },
     "lung_adenocarcinoma": {"tnm_stage": lung_tnm_stage},
     "breast": {"tnm_stage": breast_tnm_stage, "breast_subtype": breast_subtype},
-    "lymphoma": {"ann_arbor_stage": ann_arbor_stage, "ipi": ipi, "cns_ipi": cns_ipi},
+    "lymphoma": {
+        "ann_arbor_stage": ann_arbor_stage,
+        "ipi": ipi,
+        "cns_ipi": cns_ipi,
+        "flipi": flipi,
+        "flipi_risk": flipi_risk,
+    },
 }
 
 
 def derive_all(case: Mapping[str, Any]) -> dict[str, CalcResult]:
-    """Results keyed by calculator name: the cancer-type-specific ones plus eGFR and CrCl.
+    """Results keyed by calculator name: the cancer-type-specific ones plus the common ones
+    (kidney function and the patient-level facts in PATIENT).
 
     An unknown or missing cancer_type runs only the common calculators.
     """
@@ -67,4 +116,8 @@ def derive_all(case: Mapping[str, Any]) -> dict[str, CalcResult]:
 
 def staging_summary(results: Mapping[str, CalcResult]) -> dict[str, CalcValue]:
     """The plan's staging block: every key present, None where not derived."""
-    return {key: (results[key].value if key in results else None) for key in STAGING_KEYS}
+    summary: dict[str, CalcValue] = {}
+    for key in STAGING_KEYS:
+        value = results[key].value if key in results else None
+        summary[key] = None if isinstance(value, list) else value
+    return summary

@@ -123,7 +123,7 @@ def child_pugh_score(case: Mapping[str, Any]) -> CalcResult:
 def child_pugh_class(case: Mapping[str, Any]) -> CalcResult:
     """Child-Pugh class A/B/C, derived from :func:`child_pugh_score`."""
     score = child_pugh_score(case)
-    value = None if score.value is None else child_pugh_class_for(int(score.value))
+    value = child_pugh_class_for(score.value) if isinstance(score.value, int) else None
     return CalcResult(
         name="child_pugh_class",
         value=value,
@@ -176,27 +176,49 @@ def albi_grade(case: Mapping[str, Any]) -> CalcResult:
 
 # --- BCLC -------------------------------------------------------------------------------------
 #
-# Operationalisation of "preserved liver function" (BCLC 2022 deliberately avoids equating it
-# with a Child-Pugh class, so a rule has to be chosen and stated):
-#   * Child-Pugh A                                        -> preserved
-#   * Child-Pugh B with no ascites and no encephalopathy  -> preserved (compensated; flagged)
-#   * Child-Pugh B with any ascites or encephalopathy     -> not derivable (decompensated B is
-#     neither "preserved" nor clearly "end-stage"; the stage needs hepatology judgement, so
-#     we return None rather than guess between C-type and D-type management)
-#   * Child-Pugh C                                        -> end-stage -> BCLC D
-# ECOG > 2 is BCLC D regardless of liver function or tumour burden.
+# BCLC 2022 (Reig et al., J Hepatol 2022;76:681-693) deliberately does not equate "preserved
+# liver function" with a Child-Pugh class; it separates patients with preserved liver function
+# (staged by tumour burden and ECOG) from those with end-stage liver function (stage D, best
+# supportive care unless they are liver-transplant candidates). A rule has to be chosen:
+#
+#   * ECOG > 2                                            -> D (whatever the liver or tumour)
+#   * Child-Pugh C                                        -> D (end-stage liver function)
+#   * decompensated liver disease: ascites (mild or moderate/severe, i.e. clinically present
+#     and scored by Child-Pugh) or hepatic encephalopathy (any grade), whatever the class
+#                                                         -> D
+#     Reason: ascites and encephalopathy are the decompensating events of cirrhosis (Baveno
+#     VII, de Franchis et al., J Hepatol 2022;76:959-974); BCLC 2022 groups decompensated
+#     patients with end-stage liver function. Their curative option is liver transplantation
+#     (if within Milan / downstaging and otherwise eligible), which the 2022 strategy offers
+#     from stage D too, so the stage stays D and transplant eligibility is a separate fact
+#     (derived.within_milan, derived.within_up_to_7); the detail says so.
+#   * Child-Pugh B7 (and B8-9) without ascites or encephalopathy -> "preserved enough": staged
+#     by tumour burden and ECOG. Reason: BCLC 2022 places compensated Child-Pugh B patients in
+#     the tumour-burden branches (e.g. B/C with caveats on systemic therapy evidence). B8-9
+#     without ascites/encephalopathy means real synthetic dysfunction (bilirubin, albumin, INR)
+#     and is flagged in the detail for hepatology review; it is not silently treated as normal.
+#   * Child-Pugh A without ascites or encephalopathy     -> preserved.
+# Jaundice (a Baveno VII decompensating event when non-obstructive) is not used: the case file
+# cannot tell obstructive from hepatocellular jaundice; bilirubin enters via the Child-Pugh score.
 
 BCLC_PRESERVED_RULE: Final = (
-    "preserved liver function = Child-Pugh A, or Child-Pugh B without ascites or "
-    "encephalopathy; Child-Pugh C = end-stage (D); decompensated Child-Pugh B = not derivable"
+    "end-stage liver function (D) = Child-Pugh C, or ascites or hepatic encephalopathy present "
+    "(decompensated); Child-Pugh A, or B without ascites or encephalopathy = preserved "
+    "(staged by tumour burden and ECOG)"
+)
+BCLC_TRANSPLANT_NOTE: Final = (
+    "stage D: liver transplantation is the only curative option and is considered when the "
+    "tumour is within transplant criteria (Milan) and the patient is otherwise eligible"
 )
 
 
 def bclc_stage(case: Mapping[str, Any]) -> CalcResult:
-    """BCLC stage 0/A/B/C/D.
+    """BCLC stage 0/A/B/C/D (BCLC 2022; the liver-function rule is stated in detail).
 
     Inputs are consulted in decision order; an input that cannot change the stage (e.g. tumour
     size once ECOG is 1-2) is not required, so it is neither used nor reported missing.
+    Decompensation (ascites or encephalopathy) fixes the stage at D even when the laboratory
+    half of the Child-Pugh score is missing.
     """
     name = "bclc"
     inputs = Inputs(case)
@@ -211,13 +233,41 @@ def bclc_stage(case: Mapping[str, Any]) -> CalcResult:
     cp_score = cp.value if isinstance(cp.value, int) else None
     cp_class = None if cp_score is None else child_pugh_class_for(cp_score)
 
-    # End-stage criteria first: either one alone fixes the stage at D.
+    # End-stage criteria first: any one alone fixes the stage at D.
     if ecog is not None and ecog > 2:
         return inputs.result(name, "D", BCLC_SOURCE, [f"ECOG {int(ecog)} > 2", *notes])
     if cp_class == "C":
         inputs.used.update(cp.inputs_used)
         return inputs.result(
-            name, "D", BCLC_SOURCE, [f"Child-Pugh C ({cp_score}): end-stage liver function", *notes]
+            name,
+            "D",
+            BCLC_SOURCE,
+            [f"Child-Pugh C ({cp_score}): end-stage liver function", BCLC_TRANSPLANT_NOTE, *notes],
+        )
+    probe = Inputs(case)
+    ascites = probe.choice(_P_ASCITES, ASCITES, record_missing=False)
+    he = probe.choice(_P_HE, ENCEPHALOPATHY, record_missing=False)
+    events = [
+        label
+        for label, value in (("ascites", ascites), ("encephalopathy", he))
+        if value is not None and value != "none"
+    ]
+    if events:
+        inputs.used.update(cp.inputs_used)
+        inputs.used.update(probe.used)
+        cp_text = (
+            f"Child-Pugh {cp_class} ({cp_score})" if cp_score is not None else "Child-Pugh n/a"
+        )
+        return inputs.result(
+            name,
+            "D",
+            BCLC_SOURCE,
+            [
+                f"decompensated liver disease ({' and '.join(events)}; {cp_text}): "
+                "end-stage liver function",
+                BCLC_TRANSPLANT_NOTE,
+                *notes,
+            ],
         )
 
     # Beyond this point both ECOG and liver function are needed.
@@ -233,18 +283,11 @@ def bclc_stage(case: Mapping[str, Any]) -> CalcResult:
         return inputs.result(name, None, BCLC_SOURCE, notes)
 
     if cp_class == "B":
-        ascites = inputs.used.get(_P_ASCITES)
-        he = inputs.used.get(_P_HE)
-        if str(ascites).lower() != "none" or str(he).lower() != "none":
-            return inputs.result(
-                name,
-                None,
-                BCLC_SOURCE,
-                [
-                    f"Child-Pugh B ({cp_score}) with ascites/encephalopathy: liver function "
-                    "neither clearly preserved nor end-stage; BCLC stage needs hepatology review",
-                    *notes,
-                ],
+        if cp_score >= 8:
+            notes.insert(
+                0,
+                f"Child-Pugh B ({cp_score}) without ascites or encephalopathy: staged as "
+                "preserved, but liver function is borderline - hepatology review advised",
             )
         notes.insert(0, f"Child-Pugh B ({cp_score}) compensated: treated as preserved")
 
@@ -287,3 +330,46 @@ def bclc_stage(case: Mapping[str, Any]) -> CalcResult:
     else:
         stage, why = "B", f"{int(count)} nodules, largest {largest:g} mm (> 30 mm)"
     return inputs.result(name, stage, BCLC_SOURCE, [why, "ECOG 0", *notes])
+
+
+DECOMPENSATION_SOURCE: Final = (
+    "de Franchis R, Bosch J, Garcia-Tsao G, et al. Baveno VII - Renewing consensus in portal "
+    "hypertension. J Hepatol 2022;76(4):959-974 (ascites and hepatic encephalopathy as "
+    "decompensating events); Child-Pugh C as end-stage liver function per BCLC 2022 (Reig et al.)."
+)
+
+
+def liver_decompensated(case: Mapping[str, Any]) -> CalcResult:
+    """True if ascites or encephalopathy is present, or Child-Pugh class is C.
+
+    False only when ascites and encephalopathy are both recorded as none and the Child-Pugh
+    score is known and below C; otherwise (something needed is missing) None.
+    """
+    name = "liver_decompensated"
+    inputs = Inputs(case)
+    ascites = inputs.choice(_P_ASCITES, ASCITES)
+    he = inputs.choice(_P_HE, ENCEPHALOPATHY)
+    events = [
+        label
+        for label, value in (("ascites", ascites), ("encephalopathy", he))
+        if value is not None and value != "none"
+    ]
+    if events:
+        # One decompensating event decides: the other inputs are not needed.
+        inputs.missing.clear()
+        inputs.notes.clear()
+        return inputs.result(name, True, DECOMPENSATION_SOURCE, f"{' and '.join(events)} present")
+    cp = child_pugh_score(case)
+    inputs.used.update(cp.inputs_used)
+    for path in cp.inputs_missing:
+        if path not in inputs.missing:
+            inputs.missing.append(path)
+    if not isinstance(cp.value, int):
+        return inputs.result(name, None, DECOMPENSATION_SOURCE)
+    cp_class = child_pugh_class_for(cp.value)
+    return inputs.result(
+        name,
+        cp_class == "C",
+        DECOMPENSATION_SOURCE,
+        f"no ascites or encephalopathy; Child-Pugh {cp_class} ({cp.value})",
+    )

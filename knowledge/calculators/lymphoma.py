@@ -204,3 +204,66 @@ def cns_ipi(case: Mapping[str, Any]) -> CalcResult:
     score = sum(factors.values())
     detail = [f"{cns_ipi_risk_group(score)} risk", _describe(factors), *_applicability_notes(case)]
     return inputs.result("cns_ipi", score, CNS_IPI_SOURCE, detail)
+
+
+FLIPI_SOURCE: Final = (
+    "Solal-Celigny P, Roy P, Colombat P, et al. Follicular Lymphoma International Prognostic "
+    "Index. Blood 2004;104(5):1258-1265 (age > 60, Ann Arbor III-IV, haemoglobin < 12 g/dL, "
+    "LDH > ULN, > 4 nodal areas; low 0-1, intermediate 2, high >= 3)."
+)
+
+
+def flipi_risk_group(score: int) -> str:
+    """Risk group of the FLIPI (Solal-Celigny 2004)."""
+    if score <= 1:
+        return "low"
+    return "intermediate" if score == 2 else "high"
+
+
+def _flipi(case: Mapping[str, Any]) -> tuple[Inputs, dict[str, bool] | None]:
+    inputs = Inputs(case)
+    age = inputs.number("patient.age_years", minimum=0, maximum=130)
+    stage = _read_stage(inputs)
+    hb = inputs.number("labs.hemoglobin_g_dl", positive=True, maximum=25.0)
+    ldh = inputs.number("biomarkers.ldh_u_l", positive=True)
+    uln = inputs.number("biomarkers.ldh_uln_u_l", positive=True)
+    nodal = inputs.number("staging.nodal_regions_involved", minimum=0, maximum=50)
+    if nodal is not None and nodal != int(nodal):
+        inputs.missing.append("staging.nodal_regions_involved")
+        inputs.notes.append("staging.nodal_regions_involved is not a whole number")
+        return inputs, None
+    if age is None or stage is None or hb is None or ldh is None or uln is None or nodal is None:
+        return inputs, None
+    return inputs, {
+        "age > 60": age > 60,
+        "Ann Arbor III-IV": stage.stage in ("III", "IV"),
+        "haemoglobin < 12 g/dL": hb < 12,
+        "LDH > ULN": ldh > uln,
+        "nodal areas > 4": nodal > 4,
+    }
+
+
+_FLIPI_NOTES: Final = (
+    "for follicular lymphoma; FLIPI counts nodal areas on its own 12-area map, here taken from "
+    "staging.nodal_regions_involved"
+)
+
+
+def flipi(case: Mapping[str, Any]) -> CalcResult:
+    """FLIPI 0-5; every one of the five factors is required."""
+    inputs, factors = _flipi(case)
+    if factors is None:
+        return inputs.result("flipi", None, FLIPI_SOURCE, _FLIPI_NOTES)
+    score = sum(factors.values())
+    detail = [f"{flipi_risk_group(score)} risk", _describe(factors), _FLIPI_NOTES]
+    return inputs.result("flipi", score, FLIPI_SOURCE, detail)
+
+
+def flipi_risk(case: Mapping[str, Any]) -> CalcResult:
+    """FLIPI risk group: low (0-1), intermediate (2), high (>= 3)."""
+    inputs, factors = _flipi(case)
+    if factors is None:
+        return inputs.result("flipi_risk", None, FLIPI_SOURCE, _FLIPI_NOTES)
+    score = sum(factors.values())
+    detail = [f"FLIPI {score}", _describe(factors), _FLIPI_NOTES]
+    return inputs.result("flipi_risk", flipi_risk_group(score), FLIPI_SOURCE, detail)

@@ -96,3 +96,49 @@ def crcl_cockcroft_gault(case: Mapping[str, Any]) -> CalcResult:
         "obesity); not normalised to body surface area; creatinine not floored"
     )
     return inputs.result(name, round_half_up(raw), CRCL_SOURCE, detail)
+
+
+CALVERT_SOURCE: Final = (
+    "Calvert AH, Newell DR, Gumbrell LA, et al. Carboplatin dosage: prospective evaluation of a "
+    "simple formula based on renal function. J Clin Oncol 1989;7(11):1748-1756 (dose mg = target "
+    "AUC x (GFR + 25)); GFR estimated by Cockcroft-Gault and capped at 125 mL/min as in the US "
+    "FDA / NCI CTEP carboplatin dosing communication (2010) and the carboplatin label, so the "
+    "maximum dose is AUC x 150 mg."
+)
+CALVERT_GFR_CAP_ML_MIN: Final = 125.0
+
+
+def calvert_dose_mg(target_auc: float, gfr_ml_min: float) -> int:
+    """Calvert carboplatin dose in whole mg, GFR capped at 125 mL/min (halves rounded up)."""
+    gfr = min(gfr_ml_min, CALVERT_GFR_CAP_ML_MIN)
+    return round_half_up(target_auc * (gfr + 25.0))
+
+
+def _carboplatin(case: Mapping[str, Any], auc: int) -> CalcResult:
+    name = f"carboplatin_auc{auc}_mg"
+    inputs = Inputs(case)
+    scr, age, sex, blockers = _common(inputs)
+    weight = inputs.number(_P_WEIGHT, positive=True, maximum=400.0)
+    if scr is None or age is None or sex is None or weight is None or blockers:
+        return inputs.result(name, None, CALVERT_SOURCE, blockers)
+    crcl = cockcroft_gault(age, weight, scr, sex == "female")
+    capped = min(crcl, CALVERT_GFR_CAP_ML_MIN)
+    dose = calvert_dose_mg(auc, crcl)
+    detail = [
+        f"AUC {auc} x (GFR {capped:.1f} + 25) = {auc * (capped + 25.0):.1f} -> {dose} mg",
+        f"GFR = Cockcroft-Gault CrCl {crcl:.1f} mL/min (actual body weight {weight:g} kg)"
+        + (" capped at 125 mL/min" if crcl > CALVERT_GFR_CAP_ML_MIN else ""),
+        "creatinine not floored: a very low creatinine (cachexia, low muscle mass) overestimates "
+        "GFR - check against a measured GFR where possible",
+    ]
+    return inputs.result(name, dose, CALVERT_SOURCE, detail)
+
+
+def carboplatin_auc5_mg(case: Mapping[str, Any]) -> CalcResult:
+    """Carboplatin dose (mg) for target AUC 5 by the Calvert formula."""
+    return _carboplatin(case, 5)
+
+
+def carboplatin_auc6_mg(case: Mapping[str, Any]) -> CalcResult:
+    """Carboplatin dose (mg) for target AUC 6 by the Calvert formula."""
+    return _carboplatin(case, 6)

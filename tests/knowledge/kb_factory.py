@@ -49,3 +49,17 @@ def bundle(*units: dict[str, Any]) -> Bundle:
 
 def spec(key: str, **overrides: Any) -> UnitSpec:
     return UnitSpec.model_validate(unit(key, **overrides))
+
+
+# Overrides that make a unit a safety unit (a contraindication), which a curator may hot-fix.
+SAFETY: dict[str, Any] = {
+    "kind": "contraindication",
+    "action": {
+        "type": "safety",
+        "gate": "varices",
+        "agents": ["bevacizumab"],
+        "severity": "critical",
+        "effect": "remove",
+        "advice": "Treat varices before bevacizumab.",
+    },
+}

@@ -1,4 +1,4 @@
-"""``manage.py evaluate [--cases DIR] [--engine ...]``: concordance with ``expected``."""
+"""``manage.py evaluate [--cases DIR ...] [--engine ...]``: concordance with ``expected``."""
 
 from __future__ import annotations
 
@@ -15,42 +15,63 @@ from consult.services.batch import case_run
 from consult.services.consultations import ConsultationError
 from consult.services.dossiers import DossierError
 
-DEFAULT_CASES = Path(settings.BASE_DIR).parent / "shared" / "cases" / "public"
+PUBLIC_CASES = Path(settings.BASE_DIR).parent / "shared" / "cases" / "public"
+OWN_CASES = Path(settings.BASE_DIR) / "tests" / "cases"
 
 
 class Command(BaseCommand):
-    help = "Run every evaluation case and print whether each plan is concordant (FORMAT.md §3)."
+    help = (
+        "Run every evaluation case (the public ones and our own by default) and print a table "
+        "of whether each plan is concordant (FORMAT.md §3), with totals per folder."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
+        parser.add_argument("--cases", type=Path, action="append")
         parser.add_argument("--engine", choices=["guideline", "llm"], default="guideline")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        files = sorted(options["cases"].glob("*.json"))
-        if not files:
-            raise CommandError(f"no case files in {options['cases']}")
-        concordant = 0
-        for path in files:
-            raw = path.read_bytes()
-            try:
-                consultation = case_run(raw=raw, filename=path.name, engine=options["engine"])
-            except (DossierError, ConsultationError) as exc:
-                errors = getattr(exc, "errors", None)
-                self.stdout.write(f"{path.stem:<16} ERROR  {errors[:1] if errors else exc}")
-                continue
-            # The file parsed and validated above: its expectations can be read safely.
-            expected = json.loads(raw).get("expected") or {}
-            if consultation.status != ConsultationStatus.COMPLETED:
-                self.stdout.write(f"{path.stem:<16} FAILED {consultation.error}")
-                continue
-            failures = concordance_failures(consultation.plan.payload, expected)
-            if failures:
-                self.stdout.write(f"{path.stem:<16} DISCORDANT")
-                for failure in failures:
-                    self.stdout.write(f"    - {failure}")
-            else:
-                concordant += 1
-                self.stdout.write(f"{path.stem:<16} concordant")
-        self.stdout.write(f"\n{concordant}/{len(files)} concordant ({options['engine']} engine)")
-        if concordant != len(files):
+        folders: list[Path] = options["cases"] or [PUBLIC_CASES, OWN_CASES]
+        totals = []
+        for folder in folders:
+            files = sorted(folder.glob("*.json"))
+            if not files:
+                raise CommandError(f"no case files in {folder}")
+            self.stdout.write(f"\n{folder}")
+            self.stdout.write(f"{'case':<18} {'result':<11} primary pathway")
+            concordant = sum(self._case(path, options["engine"]) for path in files)
+            totals.append((folder, concordant, len(files)))
+            self.stdout.write(f"{concordant}/{len(files)} concordant in {folder.name}")
+        self.stdout.write("")
+        for folder, concordant, count in totals:
+            self.stdout.write(f"{folder.name:<10} {concordant:>3}/{count:<3} concordant")
+        good = sum(t[1] for t in totals)
+        count = sum(t[2] for t in totals)
+        self.stdout.write(f"{'total':<10} {good:>3}/{count:<3} concordant ({options['engine']})")
+        if good != count:
             raise CommandError("not every case is concordant")
+
+    def _case(self, path: Path, engine: str) -> bool:
+        raw = path.read_bytes()
+        try:
+            consultation = case_run(raw=raw, filename=path.name, engine=engine)
+        except (DossierError, ConsultationError) as exc:
+            errors = getattr(exc, "errors", None)
+            self.stdout.write(f"{path.stem:<18} {'ERROR':<11} {errors[:1] if errors else exc}")
+            return False
+        # The file parsed and validated above: its expectations can be read safely.
+        expected = json.loads(raw).get("expected") or {}
+        if consultation.status != ConsultationStatus.COMPLETED:
+            self.stdout.write(f"{path.stem:<18} {'FAILED':<11} {consultation.error}")
+            return False
+        plan = consultation.plan.payload
+        pathway = "; ".join(
+            c["description"][:40]
+            for c in plan["recommendation"]["components"]
+            if c.get("role") == "primary"
+        )
+        failures = concordance_failures(plan, expected)
+        verdict = "DISCORDANT" if failures else "concordant"
+        self.stdout.write(f"{path.stem:<18} {verdict:<11} {pathway[:120] or '(none)'}")
+        for failure in failures:
+            self.stdout.write(f"{'':<18} - {failure}")
+        return not failures

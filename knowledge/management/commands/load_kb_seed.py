@@ -52,7 +52,14 @@ class Command(BaseCommand):
             ).values_list("pk", flat=True)
         )
         embedded = versions_embed(version_ids=missing) if missing else 0
+        new = result.published - result.upgraded
+        upgraded = (
+            f"; {result.upgraded} uncurated seed units brought to the new seed"
+            if result.upgraded
+            else ""
+        )
         self.stdout.write(
-            f"Knowledge base: {len(bundle.units)} seed units ({result.published} new, published "
-            f"now; {result.unchanged} already present, left as they are), {embedded} embedded."
+            f"Knowledge base: {len(bundle.units)} seed units ({new} new, published "
+            f"now; {result.unchanged} already present, left as they are{upgraded}), "
+            f"{embedded} embedded."
         )

@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel
 
 from consult.engine.deliberation import Deliberation, EngineConfig
-from consult.engine.protocols import MemoryStore, Retriever, StepStore
+from consult.engine.protocols import Evidence, MemoryStore, Retriever, StepStore
 from consult.engine.providers import GuidelineProvider, LLMProvider
 from knowledge.applicability import case_facts
 from knowledge.bundle import Bundle, bundle_from_documents
@@ -84,4 +84,51 @@ class ScriptedLLM:
         return schema.model_validate(reply), usage
 
 
-__all__ = ["BundleRetriever", "ScriptedLLM", "deliberation", "load_case", "seed_bundle"]
+def evidence_unit(
+    unit_id: str,
+    *,
+    kind: str,
+    content: dict[str, Any],
+    cancer_type: str = "any",
+    applies: bool | None = True,
+    missing: tuple[str, ...] = (),
+) -> Evidence:
+    """A knowledge unit as the retriever hands it over (``applies`` already decided)."""
+    return Evidence(
+        unit_id=unit_id,
+        kind=kind,
+        cancer_type=cancer_type,
+        title=unit_id,
+        text="",
+        anchor="a",
+        version="v1:test",
+        version_id=0,
+        source="test",
+        grade="test",
+        grade_ordinal=2,
+        content=content,
+        applies=applies,
+        missing=missing,
+    )
+
+
+def safety_rule(unit_id: str, applies: bool | None = True, **action: Any) -> Evidence:
+    """A safety unit; one whose applicability is unknown lacks the LVEF."""
+    return evidence_unit(
+        unit_id,
+        kind="contraindication",
+        content={"action": {"type": "safety", "gate": "g", **action}},
+        applies=applies,
+        missing=() if applies is not None else ("organ_function.lvef_pct",),
+    )
+
+
+__all__ = [
+    "BundleRetriever",
+    "ScriptedLLM",
+    "deliberation",
+    "evidence_unit",
+    "load_case",
+    "safety_rule",
+    "seed_bundle",
+]

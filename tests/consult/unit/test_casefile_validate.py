@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from collections import defaultdict
 from datetime import date
 from pathlib import Path
@@ -43,6 +44,20 @@ PUBLIC = PUBLIC_CASES
 # Fixed "today" so that the date checks do not depend on when the tests run.
 TODAY = date(2026, 6, 1)
 MINIMAL: dict[str, Any] = {"format": FORMAT_ID, "case_id": "t-1", "cancer_type": "hcc"}
+# Additive mdtboard.case/1 fields (2026-11-23) that the public case files predate: a file
+# without them is still valid, and they read as null (not available).
+ADDITIVE_FIELDS: frozenset[str] = frozenset(
+    {
+        "patient.breastfeeding",
+        "patient.frailty",
+        "patient.g8_score",
+        "labs.hiv",
+        "organ_function.autoimmune_activity",
+        "organ_function.immunosuppression",
+        "organ_function.qtc_ms",
+        "organ_function.heart_rate_bpm",
+    }
+)
 
 # (fixture file, JSON path of the error, phrase the message must contain). A file with several
 # rows must produce exactly those paths; every other file exactly one error.
@@ -109,6 +124,14 @@ MALFORMED: list[tuple[str, str, str]] = [
     ("negative-size.json", "$.index_lesion.size_mm", "-5 mm is not possible"),
     ("zero-size.json", "$.staging.largest_nodule_mm", "greater than 0 mm"),
     ("size-absurd.json", "$.index_lesion.size_mm", "3400 mm is outside the plausible range"),
+    ("qtc-absurd.json", "$.organ_function.qtc_ms", "QTc 900 ms is outside the plausible range"),
+    ("g8-out-of-range.json", "$.patient.g8_score", "score 20 is outside the plausible range 0"),
+    ("frailty-unknown-value.json", "$.patient.frailty", 'Did you mean "frail"?'),
+    (
+        "immunosuppression-free-text.json",
+        "$.organ_function.immunosuppression",
+        "high_dose_steroids = corticosteroids of 10 mg/day",
+    ),
     ("ecog-5.json", "$.patient.ecog", "ECOG performance status 5 is outside the plausible range 0"),
     ("age-200.json", "$.patient.age_years", "Age 200 years is outside"),
     ("weight-negative.json", "$.patient.weight_kg", "Weight -70 kg is outside"),
@@ -186,6 +209,7 @@ MALFORMED: list[tuple[str, str, str]] = [
     ("brain-metastases-with-m0.json", "$.staging.brain_metastases_count", "M category is M0"),
     ("pregnant-male.json", "$.patient.pregnant", "Pregnant is true but sex is male"),
     ("menopausal-male.json", "$.patient.menopausal_status", "but sex is male"),
+    ("breastfeeding-male.json", "$.patient.breastfeeding", "Breastfeeding is true but sex is"),
     ("nodules-count-mismatch.json", "$.staging.nodules_count", "(2) differs"),
     (
         "index-lesion-larger-than-largest-nodule.json",
@@ -300,6 +324,35 @@ def test_deep_python_object_is_rejected_without_recursion() -> None:
         node = child
     errors = validate_case(MINIMAL | {"expected": root}, filename="deep", today=TODAY)
     assert [(e.path, "nested too deeply" in e.message) for e in errors] == [("$", True)]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(b'"' + b'\\"' * (MAX_BYTES // 2 - 1), id="unterminated-escaped-quotes"),
+        pytest.param(b'\\"' * (MAX_BYTES // 2), id="escaped-quotes"),
+        pytest.param(b'"' * MAX_BYTES, id="bare-quotes"),
+        pytest.param(b'"\\' * (MAX_BYTES // 2), id="quote-backslash"),
+    ],
+)
+def test_depth_prescan_is_linear_on_a_megabyte_of_quotes(raw: bytes) -> None:
+    # given a 1 MiB upload built to make a backtracking string pattern rescan (30 KB of
+    # escaped quotes used to freeze the whole server for 9.5 s)
+    assert len(raw) <= MAX_BYTES
+    # when it is checked
+    started = time.perf_counter()
+    parsed = parse_case_bytes(raw, filename="quotes.json", today=TODAY)
+    elapsed = time.perf_counter() - started
+    # then it is refused with a readable message, in linear time (a generous bound)
+    assert parsed.data is None
+    assert "not valid JSON" in parsed.errors[0].message
+    assert elapsed < 2.0
+
+
+def test_depth_prescan_counts_brackets_after_escaped_quotes() -> None:
+    raw = b'["\\"]", "\\\\", ' + b"[" * 200 + b"]" * 200 + b"]"
+    [error] = parse_case_bytes(raw, filename="deep.json", today=TODAY).errors
+    assert "nested too deeply" in error.message
 
 
 def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
@@ -473,7 +526,8 @@ def test_catalog_covers_exactly_the_keys_of_the_format() -> None:
             keys.update(f"{key}.{sub}" for sub in value)
         else:
             keys.add(key)
-    assert keys == {f.path for f in FIELDS}
+    assert keys | ADDITIVE_FIELDS == {f.path for f in FIELDS}
+    assert not keys & ADDITIVE_FIELDS
     entry = data["diagnosis"]["prior_therapies"][0]
     assert {f"diagnosis.prior_therapies[].{k}" for k in entry} == {
         f.path for f in PRIOR_THERAPY_FIELDS
@@ -523,13 +577,25 @@ def test_every_leaf_of_the_schema_allows_null() -> None:
 # --------------------------------------------------------------------------- canonical form
 
 
+def _drop_additive(data: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(data)
+    for path in ADDITIVE_FIELDS:
+        section, key = path.split(".")
+        del out[section][key]
+    return out
+
+
 def test_public_canonical_form_is_the_file_without_expected() -> None:
     for path in _public_files():
         data = json.loads(path.read_text(encoding="utf-8"))
         canonical = case_to_canonical(data)
-        assert canonical == _without_expected(data)
+        # the fields added after the file was written are present and null (not available)
+        for added in ADDITIVE_FIELDS:
+            section, key = added.split(".")
+            assert canonical[section][key] is None, added
+        assert _drop_additive(canonical) == _without_expected(data)
         # Key order too: an export must look like the file it came from.
-        assert json.dumps(canonical) == json.dumps(_without_expected(data))
+        assert json.dumps(_drop_additive(canonical)) == json.dumps(_without_expected(data))
 
 
 def test_canonical_is_idempotent_and_fills_nulls() -> None:
@@ -666,3 +732,52 @@ def test_tnm_codes_match_ajcc8_choices() -> None:
     assert {"T4a", "T4d", "N1mi", "N3c"} <= set(TNM_CODES["breast"]["t"] + TNM_CODES["breast"]["n"])
     assert TNM_CODES["hcc"]["n"] == ("NX", "N0", "N1")
     assert "T2a" not in TNM_CODES["hcc"]["t"]
+
+
+# --- invisible characters in free text ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("document", "path", "message"),
+    [
+        (
+            MINIMAL | {"patient": {"pseudonym": "\u202eHCC-123"}},
+            "$.patient.pseudonym",
+            "Pseudonym contains an invisible text-direction control (U+202E)",
+        ),
+        (
+            MINIMAL | {"patient": {"pseudonym": "HCC\u2066-123"}},
+            "$.patient.pseudonym",
+            "Pseudonym contains an invisible text-direction control (U+2066)",
+        ),
+        (
+            MINIMAL | {"question": "Resect?\x1b[31m urgent\x1b[0m"},
+            "$.question",
+            "MDT question contains an invisible control character (U+001B)",
+        ),
+        (
+            MINIMAL | {"question": "Resect?\x9b31m"},
+            "$.question",
+            "MDT question contains an invisible control character (U+009B)",
+        ),
+        (
+            MINIMAL | {"patient": {"pseudonym": "HCC\n123"}},
+            "$.patient.pseudonym",
+            "Pseudonym must be a single line",
+        ),
+    ],
+    ids=["rlo-pseudonym", "lri-pseudonym", "ansi-question", "c1-csi-question", "newline-pseudonym"],
+)
+def test_text_that_would_display_differently_is_refused_naming_the_field(
+    document: dict[str, Any], path: str, message: str
+) -> None:
+    # given a pseudonym or question carrying a direction override or a terminal escape
+    # when it is validated
+    errors = validate_case(document, filename="c.json", today=TODAY)
+    # then the field is named and the character given by its code (it cannot be seen)
+    assert [(e.path, e.message.startswith(message)) for e in errors] == [(path, True)]
+
+
+def test_question_keeps_its_line_breaks_and_tabs() -> None:
+    document = MINIMAL | {"question": "Resect or ablate?\n\tSecond opinion requested.\r\n"}
+    assert validate_case(document, filename="c.json", today=TODAY) == []

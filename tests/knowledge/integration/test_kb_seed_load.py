@@ -168,3 +168,30 @@ def test_curator_imports_still_make_new_versions_of_existing_units(
     assert result.published == 1
     v3 = UnitVersion.objects.get(unit__key="hcc.one", number=3)
     assert (v3.status, v3.hotfix) == (VersionStatus.PUBLISHED, True)
+
+
+def test_reload_brings_an_uncurated_seed_unit_to_the_corrected_seed(seed_dir: Path) -> None:
+    # given a deployment that loaded the seed, and a newer release whose seed corrects a unit
+    # no curator has touched (a rule that is now critical, say)
+    _load(seed_dir)
+    (seed_dir / "hcc.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "format": "mdtboard.kb/1",
+                "sources": [],
+                "units": [unit("hcc.seed", anchor="Section 6.4 (corrected)")],
+            }
+        )
+    )
+    # when the application starts again
+    output = _load(seed_dir)
+    # then the corrected unit is live, published by the system, and the first one retired
+    assert _versions("hcc.seed") == [(1, "retired"), (2, "published")]
+    live = UnitVersion.objects.get(unit__key="hcc.seed", status=VersionStatus.PUBLISHED)
+    assert live.anchor == "Section 6.4 (corrected)"
+    assert live.author is None
+    assert "1 uncurated seed units brought to the new seed" in output
+    assert "(0 new, published now" in output
+    # and a second start changes nothing more
+    _load(seed_dir)
+    assert _versions("hcc.seed") == [(1, "retired"), (2, "published")]

@@ -23,7 +23,7 @@ from knowledge.services import (
 )
 from mdtboard.audit.models import AuditEvent
 from tests.conftest import make_user
-from tests.knowledge.kb_factory import SOURCE, bundle, spec, unit
+from tests.knowledge.kb_factory import SAFETY, SOURCE, bundle, spec, unit
 
 pytestmark = pytest.mark.django_db
 
@@ -101,6 +101,41 @@ def test_hotfix_publishes_at_once_and_is_flagged_and_audited(curator: Any, sourc
     assert version.hotfix
     event = AuditEvent.objects.get(action="kb.version.hotfix")
     assert event.payload["reason"] == "Safety alert 2026-11"
+
+
+@pytest.mark.parametrize("status", ["draft", "in_review"])
+def test_a_curator_cannot_hotfix_a_unit_that_is_not_a_safety_unit(
+    curator: Any, status: str, sourced: None
+) -> None:
+    # given a curator's own therapy step (not a safety alert)
+    version = unit_save_draft(actor=curator, spec=spec("hcc.resection"))
+    if status == "in_review":
+        version_submit(actor=curator, version=version)
+    # when they try to publish it themselves as a hot-fix, with a proper reason
+    with pytest.raises(KnowledgeError, match="Only safety units"):
+        version_publish(
+            actor=curator, version=version, hotfix_reason="Safety alert 2026-11: bleeding"
+        )
+    # then it waits for a second curator, and nothing was audited as published
+    version.refresh_from_db()
+    assert version.status == status
+    assert not AuditEvent.objects.filter(action__in=["kb.version.hotfix", "kb.version.publish"])
+
+
+@pytest.mark.parametrize(
+    "reason",
+    ["x", "urgent", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "asdf asdf asdf asdf asdf", "   .   "],
+)
+def test_a_hotfix_needs_a_substantive_reason(curator: Any, reason: str, sourced: None) -> None:
+    # given a curator's own safety unit
+    version = unit_save_draft(actor=curator, spec=spec("hcc.alert", **SAFETY))
+    # when the hot-fix reason is a token, filler or repeated characters
+    with pytest.raises(KnowledgeError, match="hot-fix"):
+        version_publish(actor=curator, version=version, hotfix_reason=reason)
+    # then it stays a draft
+    version.refresh_from_db()
+    assert version.status == VersionStatus.DRAFT
+    assert not AuditEvent.objects.filter(action="kb.version.hotfix").exists()
 
 
 def test_a_curator_cannot_hotfix_publish_someone_elses_draft(
@@ -181,9 +216,9 @@ def test_a_stale_version_in_review_cannot_roll_the_unit_back(
     curator: Any, second_curator: Any, admin_user: Any, sourced: None
 ) -> None:
     # given v1 in review, then a newer v2 hot-fixed by its author while v1 waited
-    v1 = unit_save_draft(actor=curator, spec=spec("hcc.resection"))
+    v1 = unit_save_draft(actor=curator, spec=spec("hcc.resection", **SAFETY))
     version_submit(actor=curator, version=v1)
-    v2 = unit_save_draft(actor=curator, spec=spec("hcc.resection", anchor="Section 6.2"))
+    v2 = unit_save_draft(actor=curator, spec=spec("hcc.resection", anchor="Section 6.2", **SAFETY))
     version_publish(actor=curator, version=v2, hotfix_reason="Safety alert 2026-15")
     # when a reviewer (or an administrator) publishes the stale v1
     for reviewer in (second_curator, admin_user):
@@ -258,7 +293,12 @@ def test_a_published_bundle_queues_its_embeddings_in_a_few_tasks_after_commit(
     monkeypatch.setattr(services, "EMBED_TASK_SIZE", 2)
     units = [unit(f"hcc.unit-{i}", text=f"Distinct paraphrase number {i}.") for i in range(5)]
     with django_capture_on_commit_callbacks(execute=True):
-        result = bundle_import(actor=admin_user, bundle=bundle(*units), publish=True, reason="t")
+        result = bundle_import(
+            actor=admin_user,
+            bundle=bundle(*units),
+            publish=True,
+            reason="test bundle published at once",
+        )
         assert queued == []  # nothing reaches the worker before the import commits
     # then every published version is queued once, in tasks of at most EMBED_TASK_SIZE
     published = set(

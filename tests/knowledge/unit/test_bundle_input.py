@@ -101,6 +101,48 @@ def test_a_yaml_alias_bomb_in_a_condition_is_refused_quickly() -> None:
     assert any("too large: more than 1,000,000 lists and mappings" in m for m in messages)
 
 
+def test_yaml_aliases_that_expand_past_the_bundle_limit_are_refused() -> None:
+    # given 100 KB of YAML: a condition value listing one 10,000-character text 5,000 times
+    # through an alias (50 MB once expanded, which used to be stored as a unit version)
+    placeholder = "ALIAS-LIST"
+    condition = {"fact": "labs.afp", "op": "in", "value": placeholder}
+    document = {
+        "format": "mdtboard.kb/1",
+        "sources": [SOURCE],
+        "units": [unit("hcc.amplified", context={"all": [condition]})],
+    }
+    refs = ", ".join(["*big"] * 5_000)
+    raw = f"big: &big {'x' * 10_000}\n" + yaml.safe_dump(document).replace(placeholder, f"[{refs}]")
+    assert len(raw) < 100_000
+    # when it is parsed
+    started = time.monotonic()
+    messages = _messages(raw.encode(), "amplified.yaml")
+    # then it is refused as too large once expanded, without being expanded
+    assert time.monotonic() - started < 5
+    assert any(
+        "Not a bundle: the YAML is too large: more than 20,971,520 characters of text" in m
+        for m in messages
+    )
+
+
+def test_yaml_aliases_that_share_a_small_list_are_still_accepted() -> None:
+    # given two units sharing one list through an alias, as the seed shares its list of
+    # immune checkpoint inhibitors
+    placeholder = "SHARED-LIST"
+    condition = {"fact": "derived.bclc", "op": "in", "value": placeholder}
+    document = {
+        "format": "mdtboard.kb/1",
+        "sources": [SOURCE],
+        "units": [unit(f"hcc.shared-{n}", context={"all": [condition]}) for n in (1, 2)],
+    }
+    raw = "shared: &shared ['0', A]\n" + yaml.safe_dump(document).replace(placeholder, "*shared")
+    # when it is parsed, then both units are read with the list
+    parsed, errors = bundle_parse(raw.encode(), filename="kb.yaml")
+    assert errors == []
+    assert parsed is not None
+    assert [u.context.all[0].value for u in parsed.units] == [["0", "A"], ["0", "A"]]
+
+
 @pytest.mark.parametrize(
     ("raw", "filename"),
     [

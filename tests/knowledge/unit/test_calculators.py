@@ -464,15 +464,17 @@ def test_bclc_compensated_child_pugh_b_is_preserved() -> None:
     assert "Child-Pugh B (7) compensated" in result.detail
 
 
-def test_bclc_decompensated_child_pugh_b_is_not_derivable() -> None:
-    # given Child-Pugh B8 because of mild ascites
+def test_bclc_decompensated_child_pugh_b_is_stage_d() -> None:
+    # given Child-Pugh B8 because of mild ascites (bilirubin 2 + albumin 2 + INR 1 + ascites 2
+    # + encephalopathy 1 = 8)
     case = liver_case(bili=2.5, alb=3.2, ascites="mild")
     # when
     result = bclc_stage(case)
-    # then no stage is guessed, but nothing is missing either: the detail explains why
-    assert result.value is None
+    # then BCLC 2022 end-stage liver function: D, with the transplant caveat in the detail
+    assert result.value == "D"
     assert result.inputs_missing == []
-    assert "hepatology" in result.detail
+    assert "decompensated" in result.detail
+    assert "transplant" in result.detail
 
 
 def test_bclc_missing_tumour_data_at_ecog_0_names_paths() -> None:
@@ -1088,15 +1090,17 @@ def test_missing_required_input_returns_none_and_names_path(
 def test_derive_all_runs_relevant_calculators_only() -> None:
     # given an HCC case
     results = derive_all(liver_case())
-    # then liver calculators plus the renal ones, nothing else
+    # then liver calculators plus the common ones, nothing else
     assert set(results) == {
         "child_pugh_score",
         "child_pugh_class",
         "albi_score",
         "albi_grade",
         "bclc",
-        "egfr_ckd_epi_2021",
-        "crcl_cockcroft_gault",
+        "within_milan",
+        "within_up_to_7",
+        "within_ucsf",
+        *COMMON_FACTS,
     }
 
 
@@ -1111,11 +1115,32 @@ def test_staging_summary_has_every_key_with_none_when_not_derived() -> None:
     assert summary["tnm_stage"] is None
 
 
-def test_derive_all_unknown_cancer_type_runs_only_renal() -> None:
+COMMON_FACTS = {
+    "egfr_ckd_epi_2021",
+    "crcl_cockcroft_gault",
+    "carboplatin_auc5_mg",
+    "carboplatin_auc6_mg",
+    "liver_decompensated",
+    "frailty",
+    "declines",
+    "wants",
+    "strong_cyp3a4_inhibitors",
+    "strong_cyp3a4_inducers",
+    "qt_prolonging_drugs",
+    "anticoagulants",
+    "antiplatelets",
+    "cyp2d6_inhibitors",
+    "months_to_relapse",
+    "prior_regimens",
+    "early_relapse",
+}
+
+
+def test_derive_all_unknown_cancer_type_runs_only_common() -> None:
     # given a case with no cancer type
     results = derive_all(renal_case(1.0, 60, "male"))
     # then
-    assert set(results) == {"egfr_ckd_epi_2021", "crcl_cockcroft_gault"}
+    assert set(results) == COMMON_FACTS
     assert results["crcl_cockcroft_gault"].value == 80
 
 

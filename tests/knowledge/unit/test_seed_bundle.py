@@ -1,8 +1,8 @@
 """The seed knowledge base parses, validates and covers the public evaluation cases.
 
-The evaluator here is a deliberately small, independent reading of the condition semantics in
-``knowledge.bundle`` (all/any, three-valued logic where a null fact is *unknown*), so a unit
-that only matches through a guessed value fails these tests rather than the engine's.
+Applicability is decided by ``knowledge.applicability`` itself (the code the engine and both
+retrievers use), so a regression there fails these tests too; a null fact is *unknown*, and a
+unit that only matches through a guessed value does not count.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
+from consult.casefile.fields import FIELDS
+from knowledge.applicability import case_facts, context_applies
 from knowledge.bundle import (
     Bundle,
-    Condition,
     SafetyAction,
     SurveillanceAction,
     TherapyAction,
@@ -25,7 +26,8 @@ from knowledge.bundle import (
     UnitSpec,
     bundle_from_documents,
 )
-from knowledge.calculators import derive_all, staging_summary
+from knowledge.calculators import derive_all
+from knowledge.calculators.derive import CALCULATORS_BY_CANCER_TYPE
 from tests.paths import PUBLIC_CASES, REPO, public_case_files
 
 SEED_DIR = REPO / "knowledge" / "seed"
@@ -44,21 +46,6 @@ MIN_PER_CANCER = 30
 MIN_PER_KIND = 10
 CANCERS = ("hcc", "lung_adenocarcinoma", "breast", "lymphoma")
 SAFETY_KINDS = (UnitKind.CONTRAINDICATION, UnitKind.INTERACTION, UnitKind.ORGAN_FUNCTION_GATE)
-DERIVED_KEYS = {
-    "child_pugh_score",
-    "child_pugh_class",
-    "albi_score",
-    "albi_grade",
-    "bclc",
-    "tnm_stage",
-    "breast_subtype",
-    "ann_arbor_stage",
-    "ipi",
-    "cns_ipi",
-    "egfr_ckd_epi_2021",
-    "crcl_cockcroft_gault",
-    "line",
-}
 
 
 # --- loading ------------------------------------------------------------------------------------
@@ -81,94 +68,15 @@ def _cases() -> list[dict[str, Any]]:
     return [json.loads(path.read_text(encoding="utf-8")) for path in public_case_files()]
 
 
-# --- a minimal evaluator of unit applicability ----------------------------------------------------
-Truth = bool | None  # None = unknown
-
-
-def _derived(case: Mapping[str, Any]) -> dict[str, Any]:
-    results = derive_all(case)
-    values: dict[str, Any] = {name: result.value for name, result in results.items()}
-    values.update({k: v for k, v in staging_summary(results).items() if v is not None})
-    prior = (case.get("diagnosis") or {}).get("prior_therapies")
-    values["line"] = None if prior is None else len(prior) + 1
-    return values
-
-
-def _fact(case: Mapping[str, Any], derived: Mapping[str, Any], fact: str) -> Any:
-    if fact.startswith("derived."):
-        return derived.get(fact.removeprefix("derived."))
-    node: Any = case
-    for part in fact.split("."):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return node
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, str) and isinstance(b, str):
-        return a.strip().casefold() == b.strip().casefold()
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    return bool(a == b)
-
-
-def _condition(cond: Condition, case: Mapping[str, Any], derived: Mapping[str, Any]) -> Truth:
-    value = _fact(case, derived, cond.fact)
-    if cond.op == "present":
-        return value is not None
-    if value is None:
-        return None
-    if cond.op == "eq":
-        return _same(value, cond.value)
-    if cond.op == "ne":
-        return not _same(value, cond.value)
-    if cond.op == "in":
-        return any(_same(value, v) for v in cond.value)
-    if cond.op == "not_in":
-        return not any(_same(value, v) for v in cond.value)
-    if cond.op in ("lt", "le", "gt", "ge"):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        return {
-            "lt": value < cond.value,
-            "le": value <= cond.value,
-            "gt": value > cond.value,
-            "ge": value >= cond.value,
-        }[cond.op]
-    if cond.op in ("is_true", "is_false"):
-        if not isinstance(value, bool):
-            return None
-        return value is (cond.op == "is_true")
-    if cond.op == "contains_any":
-        needles = [str(v).casefold() for v in cond.value]
-        items = value if isinstance(value, list) else [value]
-        return any(n in str(item).casefold() for item in items for n in needles)
-    raise AssertionError(f"unhandled operator {cond.op}")
-
-
-def _all(values: list[Truth]) -> Truth:
-    if any(v is False for v in values):
-        return False
-    return None if any(v is None for v in values) else True
-
-
-def _any(values: list[Truth]) -> Truth:
-    if any(v is True for v in values):
-        return True
-    return None if any(v is None for v in values) else False
-
-
-def applies(unit: UnitSpec, case: Mapping[str, Any], derived: Mapping[str, Any]) -> Truth:
+# --- applicability: the real code the engine and the retrievers use -------------------------------
+def applies(unit: UnitSpec, case: Mapping[str, Any]) -> bool | None:
     if unit.cancer_type.value not in ("any", case.get("cancer_type")):
         return False
-    parts = [_all([_condition(c, case, derived) for c in unit.context.all])]
-    if unit.context.any:
-        parts.append(_any([_condition(c, case, derived) for c in unit.context.any]))
-    return _all(parts)
+    return context_applies(unit.context, case_facts(case))
 
 
 def _matching(bundle: Bundle, case: Mapping[str, Any]) -> list[UnitSpec]:
-    derived = _derived(case)
-    return [u for u in bundle.units if applies(u, case, derived) is True]
+    return [u for u in bundle.units if applies(u, case) is True]
 
 
 def _therapy_text(unit: UnitSpec) -> str:
@@ -221,18 +129,21 @@ def test_seed_units_cite_defined_sources_and_are_distinct(bundle: Bundle) -> Non
 
 
 def test_seed_conditions_name_real_case_fields() -> None:
-    sample = json.loads(next(iter(public_case_files())).read_text(encoding="utf-8"))
-    known = {
-        f"{section}.{field}"
-        for section, body in sample.items()
-        if isinstance(body, dict)
-        for field in body
-    }
-    known |= {k for k, v in sample.items() if not isinstance(v, dict)}
-    known |= {f"derived.{k}" for k in DERIVED_KEYS}
+    # every condition names a field of the case format or a fact the calculators derive
+    known = {field.path for field in FIELDS}
+    derived = {name for calcs in CALCULATORS_BY_CANCER_TYPE.values() for name in calcs}
+    derived |= set(derive_all({"cancer_type": "other"}))
+    known |= {f"derived.{name}" for name in derived} | {"derived.line"}
     for unit in bundle_from_documents(_documents()).units:
         for cond in (*unit.context.all, *unit.context.any):
             assert cond.fact in known, f"{unit.key}: unknown fact {cond.fact!r}"
+
+
+def test_seed_therapy_units_say_how_they_enter_a_pathway(bundle: Bundle) -> None:
+    # an adjunct that follows only some pathways names them; an option's "when" is written
+    for unit in bundle.units:
+        if isinstance(unit.action, TherapyAction) and unit.action.with_modalities:
+            assert unit.action.role == "adjunct", unit.key
 
 
 def test_seed_grades_and_anchors_are_filled(bundle: Bundle) -> None:
@@ -303,10 +214,10 @@ def test_seed_covers_public_case(bundle: Bundle, case: dict[str, Any]) -> None:
         assert hits, f"no matching surveillance unit mentions any of {terms}"
 
 
-def test_evaluator_treats_null_facts_as_unknown(bundle: Bundle) -> None:
+def test_applicability_treats_null_facts_as_unknown(bundle: Bundle) -> None:
     case = json.loads((PUBLIC_CASES / "pub-hcc-01.json").read_text(encoding="utf-8"))
     case["organ_function"]["clinically_significant_portal_hypertension"] = None
     resection = next(u for u in bundle.units if u.key == "hcc.tx.resection")
-    assert applies(resection, case, _derived(case)) is None
+    assert applies(resection, case) is None
     case["organ_function"]["clinically_significant_portal_hypertension"] = True
-    assert applies(resection, case, _derived(case)) is False
+    assert applies(resection, case) is False

@@ -1,0 +1,148 @@
+"""One recommended pathway: the options that apply compete, the best safe one is the pathway,
+the rest are ranked alternatives with when they would be chosen, or rejected with the reason.
+
+Used by the guideline engine's Treatment role (from the objections it must answer) and by the
+safety gate after the Coordinator (from the knowledge base's rules, for any engine), so the
+two always arrange a plan the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from consult.engine.schemas import ProposedComponent, RejectedOption
+
+MAX_ALTERNATIVES = 4
+# Care that goes with any pathway whatever a member called it. (Supportive care is not here:
+# best supportive care can be the pathway itself; a unit or a member marks an adjunct.)
+ADJUNCT_MODALITIES = ("antiviral",)
+DEFAULT_WHEN = "if the recommended pathway cannot be given"
+
+
+def is_adjunct(component: ProposedComponent) -> bool:
+    return component.adjunct or component.modality in ADJUNCT_MODALITIES
+
+
+@dataclass
+class Arrangement:
+    components: list[ProposedComponent]  # the pathway in order, then alternatives by rank
+    rejected: list[RejectedOption] = field(default_factory=list)
+
+    @property
+    def primary(self) -> list[ProposedComponent]:
+        return [c for c in self.components if c.role == "primary"]
+
+    @property
+    def alternatives(self) -> list[ProposedComponent]:
+        return [c for c in self.components if c.role == "alternative"]
+
+    @property
+    def option(self) -> ProposedComponent | None:
+        """The chosen treatment option (the first primary that is not an adjunct)."""
+        return next((c for c in self.primary if not is_adjunct(c)), None)
+
+
+def _declined(component: ProposedComponent, declines: Collection[str]) -> list[str]:
+    return [topic for topic in component.declined_if if topic in declines]
+
+
+def _topic(topic: str) -> str:
+    return topic.replace("_", " ")
+
+
+def arrange(
+    components: Sequence[ProposedComponent],
+    *,
+    removed: Mapping[str, str] | None = None,
+    demoted: Mapping[str, str] | None = None,
+    declines: Collection[str] = (),
+    max_alternatives: int = MAX_ALTERNATIVES,
+) -> Arrangement:
+    """Choose the pathway.
+
+    ``removed``: description -> reason (a critical or major contraindication: the item leaves
+    the pathway and every alternative). ``demoted``: description -> the precondition it waits
+    for (a failed gate: every option that is not blocked goes first). ``declines``: the
+    preference topics the patient declines (an option they decline leaves the pathway and is
+    kept as an alternative "if the patient reconsiders"). Options keep the order the members
+    gave them (primary before alternative, then rank), then guideline preference.
+    """
+    removed = removed or {}
+    demoted = demoted or {}
+    rejected = [
+        RejectedOption(option=c.description, reason=removed[c.description])
+        for c in components
+        if c.description in removed
+    ]
+    kept = [c.model_copy(deep=True) for c in components if c.description not in removed]
+    options = [c for c in kept if not is_adjunct(c)]
+    adjuncts = [c for c in kept if is_adjunct(c)]
+
+    def blocked(c: ProposedComponent) -> str:
+        if c.description in demoted:
+            return f"once {demoted[c.description]}"
+        topics = _declined(c, declines)
+        if topics:
+            return "if the patient reconsiders (declined: " + ", ".join(map(_topic, topics)) + ")"
+        return ""
+
+    def order(item: tuple[int, ProposedComponent]) -> tuple[Any, ...]:
+        index, c = item
+        return (
+            bool(blocked(c)),
+            c.role != "primary",
+            c.rank or 0,
+            c.preference,
+            index,
+        )
+
+    ranked = [c for _, c in sorted(enumerate(options), key=order)]
+    chosen: ProposedComponent | None = None
+    if ranked and not _declined(ranked[0], declines):
+        # The best option; if every option waits for a precondition, the best one leads
+        # with that precondition stated (nothing safer is on offer).
+        chosen = ranked.pop(0)
+        if chosen.description in demoted:
+            chosen.when = ""
+    pathway: list[ProposedComponent] = []
+    if chosen is not None:
+        chosen.role, chosen.rank = "primary", None
+        pathway.append(chosen)
+    # An adjunct joins when the pathway has a step of a modality it follows: the chosen option
+    # or an adjunct already in it (surgery after neoadjuvant therapy, then adjuvant endocrine
+    # therapy after that surgery), so adjuncts are taken in as long as one more follows.
+    waiting = list(adjuncts)
+    joined = True
+    while joined:
+        joined = False
+        present = {c.modality for c in pathway}
+        for adjunct in list(waiting):
+            if adjunct.with_modalities and not present & set(adjunct.with_modalities):
+                continue
+            if adjunct.with_modalities and chosen is None:
+                continue
+            waiting.remove(adjunct)
+            joined = True
+            if _declined(adjunct, declines):
+                ranked.append(adjunct)  # declined: an alternative if the patient reconsiders
+                continue
+            adjunct.role, adjunct.rank, adjunct.when = "primary", None, ""
+            pathway.append(adjunct)
+            present.add(adjunct.modality)
+    alternatives = []
+    for rank, option in enumerate(ranked, start=1):
+        if rank > max_alternatives:
+            rejected.append(
+                RejectedOption(
+                    option=option.description,
+                    reason="less preferred than the pathway and the alternatives listed",
+                )
+            )
+            continue
+        reason = blocked(option)
+        option.role, option.rank = "alternative", rank
+        option.when = reason if reason else (option.when or DEFAULT_WHEN)
+        alternatives.append(option)
+    return Arrangement(components=pathway + alternatives, rejected=rejected)

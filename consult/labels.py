@@ -1,0 +1,54 @@
+"""Clinical labels for the facts a knowledge unit can test: what a clinician reads instead of
+``organ_function.lvef_pct`` or ``derived.albi_grade``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from types import MappingProxyType
+
+from consult.casefile.fields import FIELDS
+from consult.engine.guideline import STAGING_LABELS
+
+DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
+    {
+        # The staging systems, as the engine's plans name them.
+        **{f"derived.{key}": label for key, label in STAGING_LABELS.items()},
+        "derived.albi_score": "ALBI score",
+        "derived.flipi_risk": "FLIPI risk group",
+        "derived.egfr_ckd_epi_2021": "eGFR (CKD-EPI 2021, mL/min/1.73 m²)",
+        "derived.crcl_cockcroft_gault": "Creatinine clearance (Cockcroft–Gault, mL/min)",
+        "derived.line": "Line of therapy",
+        "derived.frailty": "Frailty",
+        "derived.declines": "Patient declines",
+        "derived.wants": "Patient wishes",
+        "derived.strong_cyp3a4_inhibitors": "Strong CYP3A4 inhibitors taken",
+        "derived.strong_cyp3a4_inducers": "Strong CYP3A4 inducers taken",
+        "derived.qt_prolonging_drugs": "QT-prolonging drugs taken",
+        "derived.anticoagulants": "Anticoagulants taken",
+        "derived.antiplatelets": "Antiplatelet drugs taken",
+        "derived.cyp2d6_inhibitors": "CYP2D6 inhibitors taken",
+        "derived.within_milan": "Within Milan criteria",
+        "derived.within_up_to_7": "Within up-to-7 criteria",
+        "derived.within_ucsf": "Within UCSF criteria",
+        "derived.liver_decompensated": "Decompensated liver disease",
+        "derived.carboplatin_auc5_mg": "Carboplatin dose for AUC 5 (Calvert, mg)",
+        "derived.carboplatin_auc6_mg": "Carboplatin dose for AUC 6 (Calvert, mg)",
+        "derived.months_to_relapse": "Months from last therapy to relapse",
+        "derived.prior_regimens": "Prior regimens",
+        "derived.early_relapse": "Relapse within 12 months (or refractory)",
+    }
+)
+
+
+@cache
+def fact_labels() -> Mapping[str, str]:
+    """Every case-file field by its dotted path, and every derived fact."""
+    labels = {field.path: field.label for field in FIELDS}
+    labels.update(DERIVED_LABELS)
+    return MappingProxyType(labels)
+
+
+def fact_label(fact: str) -> str:
+    """The clinical label of a fact; an unknown one is made readable rather than shown raw."""
+    return fact_labels().get(fact) or fact.split(".")[-1].replace("_", " ").capitalize()

@@ -1,0 +1,143 @@
+"""Patient-level derived facts: frailty, and the prior-therapy history (line, relapse timing)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from knowledge.calculators._common import CalcResult, Inputs, lookup
+
+FRAILTY_SOURCE: Final = (
+    "Bellera CA, Rainfray M, Mathoulin-Pelissier S, et al. Screening older cancer patients: "
+    "first evaluation of the G-8 geriatric screening tool. Ann Oncol 2012;23(8):2166-2172 "
+    "(G8 0-17; <= 14 abnormal, prompting a comprehensive geriatric assessment). A G8 score can "
+    "only screen: it yields fit or vulnerable, never frail; frail comes from the clinician."
+)
+PRIOR_THERAPY_SOURCE: Final = (
+    "Read from diagnosis.prior_therapies[]. Early relapse: relapse within 12 months of the end "
+    "of the most recent line or refractory disease (best response SD/PD), the cut-off used for "
+    "early relapse/refractory disease in NCCN B-cell lymphoma guidelines (second-line therapy, "
+    "relapse < 12 months) and ESMO DLBCL guidelines (Tilly H et al., Ann Oncol 2015 and "
+    "updates)."
+)
+
+FRAILTY: Final = ("fit", "vulnerable", "frail")
+G8_CUTOFF: Final = 14
+REFRACTORY_RESPONSES: Final = ("SD", "PD")
+EARLY_RELAPSE_MONTHS: Final = 12
+
+
+def frailty(case: Mapping[str, Any]) -> CalcResult:
+    """fit | vulnerable | frail: the clinician's patient.frailty, else from the G8 score."""
+    name = "frailty"
+    inputs = Inputs(case)
+    stated = inputs.choice("patient.frailty", FRAILTY, record_missing=False)
+    if stated is not None:
+        return inputs.result(name, stated, FRAILTY_SOURCE, "clinician's assessment")
+    invalid = list(inputs.missing)  # an unreadable patient.frailty is reported, then G8 tried
+    g8 = inputs.number("patient.g8_score", minimum=0, maximum=17)
+    if g8 is None:
+        for path in invalid:
+            if path not in inputs.missing:
+                inputs.missing.append(path)
+        if "patient.frailty" not in inputs.missing:
+            inputs.missing.insert(0, "patient.frailty")
+        return inputs.result(name, None, FRAILTY_SOURCE)
+    inputs.missing.clear()
+    value = "vulnerable" if g8 <= G8_CUTOFF else "fit"
+    detail = f"G8 {g8:g} {'<=' if g8 <= G8_CUTOFF else '>'} {G8_CUTOFF}: screening only"
+    return inputs.result(name, value, FRAILTY_SOURCE, detail)
+
+
+def _therapies(case: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    raw = lookup(case, "diagnosis.prior_therapies")
+    if not isinstance(raw, list):
+        return None
+    return [t for t in raw if isinstance(t, Mapping)]
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def most_recent_therapy(therapies: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The latest line: highest `line` when every entry has one, else latest `end_date`
+    (ISO dates compare as strings) when every entry has one, else the last entry listed."""
+    if not therapies:
+        return None
+    lines = [_number(t.get("line")) for t in therapies]
+    if all(n is not None for n in lines):
+        return max(zip(lines, range(len(therapies)), therapies, strict=True))[2]
+    ends = [t.get("end_date") for t in therapies]
+    if all(isinstance(e, str) and e for e in ends):
+        return max(zip(ends, range(len(therapies)), therapies, strict=True))[2]
+    return therapies[-1]
+
+
+def prior_regimens(case: Mapping[str, Any]) -> CalcResult:
+    """Lower-case regimen strings of every prior therapy ([] when none; None when not recorded)."""
+    inputs = Inputs(case)
+    therapies = _therapies(case)
+    if therapies is None:
+        inputs.missing.append("diagnosis.prior_therapies")
+        return inputs.result("prior_regimens", None, PRIOR_THERAPY_SOURCE)
+    regimens = [
+        str(t["regimen"]).strip().lower()
+        for t in therapies
+        if isinstance(t.get("regimen"), str) and str(t["regimen"]).strip()
+    ]
+    inputs.used["diagnosis.prior_therapies"] = len(therapies)
+    detail = f"{len(therapies)} prior therapies, {len(regimens)} with a regimen recorded"
+    return inputs.result("prior_regimens", regimens, PRIOR_THERAPY_SOURCE, detail)
+
+
+def months_to_relapse(case: Mapping[str, Any]) -> CalcResult:
+    """months_to_relapse of the most recent prior therapy (None if none or not recorded)."""
+    name = "months_to_relapse"
+    inputs = Inputs(case)
+    therapies = _therapies(case)
+    latest = most_recent_therapy(therapies) if therapies else None
+    if latest is None:
+        inputs.missing.append("diagnosis.prior_therapies")
+        return inputs.result(name, None, PRIOR_THERAPY_SOURCE, "no prior therapy recorded")
+    months = _number(latest.get("months_to_relapse"))
+    if months is None or months < 0:
+        inputs.missing.append("diagnosis.prior_therapies[].months_to_relapse")
+        return inputs.result(name, None, PRIOR_THERAPY_SOURCE)
+    inputs.used["diagnosis.prior_therapies[].months_to_relapse"] = latest.get("months_to_relapse")
+    value: int | float = int(months) if months == int(months) else months
+    detail = f"line {latest.get('line', '?')} ({latest.get('regimen') or 'regimen n/a'})"
+    return inputs.result(name, value, PRIOR_THERAPY_SOURCE, detail)
+
+
+def early_relapse(case: Mapping[str, Any]) -> CalcResult:
+    """True: the most recent line was refractory (best response SD/PD) or relapse came < 12
+    months after it ended; False: relapse >= 12 months; None: no prior line or not recorded."""
+    name = "early_relapse"
+    inputs = Inputs(case)
+    therapies = _therapies(case)
+    latest = most_recent_therapy(therapies) if therapies else None
+    if latest is None:
+        inputs.missing.append("diagnosis.prior_therapies")
+        return inputs.result(name, None, PRIOR_THERAPY_SOURCE, "no prior therapy recorded")
+    label = f"line {latest.get('line', '?')} ({latest.get('regimen') or 'regimen n/a'})"
+    response = latest.get("best_response")
+    response = response.strip().upper() if isinstance(response, str) else None
+    if response in REFRACTORY_RESPONSES:
+        inputs.used["diagnosis.prior_therapies[].best_response"] = response
+        return inputs.result(
+            name, True, PRIOR_THERAPY_SOURCE, f"{label}: best response {response} (refractory)"
+        )
+    months = _number(latest.get("months_to_relapse"))
+    if months is None or months < 0:
+        inputs.missing.append("diagnosis.prior_therapies[].months_to_relapse")
+        if response is None:
+            inputs.missing.append("diagnosis.prior_therapies[].best_response")
+        return inputs.result(name, None, PRIOR_THERAPY_SOURCE, label)
+    inputs.used["diagnosis.prior_therapies[].months_to_relapse"] = latest.get("months_to_relapse")
+    early = months < EARLY_RELAPSE_MONTHS
+    sign = "<" if early else ">="
+    detail = f"{label}: relapse {months:g} months after the end ({sign} {EARLY_RELAPSE_MONTHS})"
+    return inputs.result(name, early, PRIOR_THERAPY_SOURCE, detail)

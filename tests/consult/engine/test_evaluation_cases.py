@@ -1,0 +1,48 @@
+"""Our own evaluation cases (tests/cases/): the guideline engine's plan is concordant with each
+file's expectations, written as a tumor board would decide (FORMAT.md §3), and every component
+states its role in the pathway."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consult.casefile.validate import parse_case_bytes
+from consult.evaluation import concordance_failures, plan_offline
+from tests.consult.engine.support import seed_bundle
+from tests.paths import REPO
+
+CASES = sorted((REPO / "tests" / "cases").glob("*.json"))
+
+
+@pytest.fixture(scope="module")
+def bundle() -> Any:
+    return seed_bundle()
+
+
+def test_there_are_ten_cases_per_cancer() -> None:
+    cancers = [json.loads(p.read_text())["cancer_type"] for p in CASES]
+    for cancer in ("hcc", "lung_adenocarcinoma", "breast", "lymphoma"):
+        assert cancers.count(cancer) >= 10, cancer
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
+def test_guideline_plan_is_concordant(path: Path, bundle: Any) -> None:
+    # given a valid case file with expectations
+    parsed = parse_case_bytes(path.read_bytes(), filename=path.name)
+    assert parsed.ok, parsed.errors
+    assert parsed.data is not None
+    expected = json.loads(path.read_text())["expected"]
+    assert expected.get("primary_all") or expected.get("primary_none"), "no pathway expectation"
+    # when the guideline engine deliberates
+    plan = plan_offline(parsed.data, bundle)
+    # then the plan is concordant and is one pathway: a primary option, ranked alternatives
+    assert concordance_failures(plan, expected) == []
+    components = plan["recommendation"]["components"]
+    assert all(c["role"] in ("primary", "alternative") for c in components)
+    ranks = [c["rank"] for c in components if c["role"] == "alternative"]
+    assert ranks == list(range(1, len(ranks) + 1))
+    assert all(c["when"] for c in components if c["role"] == "alternative")
