@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from consult.engine.guideline import RELEVANT_STAGING, STAGING_LABELS
+from consult.labels import fact_label
+from consult.plan_view import PHASE_LABELS, PlanView, cancer_of, need_label, plan_view
+
 CORE_ROLES = ("diagnostic", "treatment", "safety", "monitoring")
 ROLE_LABELS = {
     "diagnostic": "Diagnostic",
@@ -50,6 +54,20 @@ class Panel:
     @property
     def dom(self) -> str:
         return f"panel-{dom_id(self.role)}"
+
+    @property
+    def needs(self) -> list[str]:
+        """The data this member asked for, by clinical label, each once."""
+        report = self.report or {}
+        return list(dict.fromkeys(need_label(n) for n in report.get("needs_data") or []))
+
+    @property
+    def monitoring(self) -> list[dict[str, Any]]:
+        report = self.report or {}
+        return [
+            {**m, "phase_label": PHASE_LABELS.get(m.get("phase", ""), m.get("phase", ""))}
+            for m in report.get("monitoring") or []
+        ]
 
 
 @dataclass
@@ -118,6 +136,27 @@ class Board:
 
     def round(self, number: int) -> RoundView:
         return self.rounds.setdefault(number, RoundView(number))
+
+    @property
+    def plan_view(self) -> PlanView | None:
+        if self.plan is None:
+            return None
+        return plan_view(self.plan, (self.intake or {}).get("staging_keys"))
+
+    @property
+    def staging_chips(self) -> list[tuple[str, Any]]:
+        """The derived staging of the case's cancer, in clinical words."""
+        if not self.intake:
+            return []
+        staging = self.intake.get("staging") or {}
+        keys = self.intake.get("staging_keys") or RELEVANT_STAGING.get(
+            self.intake.get("cancer_type") or cancer_of(staging), tuple(staging)
+        )
+        return [(STAGING_LABELS.get(k, k), staging[k]) for k in keys if staging.get(k) is not None]
+
+    @property
+    def missing_staging(self) -> list[str]:
+        return [fact_label(m) for m in (self.intake or {}).get("missing") or []]
 
     @property
     def ordered_rounds(self) -> list[RoundView]:

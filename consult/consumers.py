@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import time
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -16,9 +18,82 @@ from consult.board_render import render_changes
 from consult.broadcasts import consultation_group, user_group
 from consult.models import ConsultationEvent
 from consult.selectors import consultation_can_watch
+from mdtboard.audit.services import audit_subscription
+from mdtboard.core.limits import MessageRate
+
+logger = logging.getLogger(__name__)
+
+# A resume message is about 40 characters; a far longer one is not ours and is not parsed
+# (which also keeps deeply nested JSON away from the parser).
+MAX_MESSAGE_CHARS = 1024
+# ConsultationEvent.seq is a PositiveIntegerField.
+MAX_SEQ = 2**31 - 1
+# Messages a client may send: a few a second on average, 20 at once. The board's page sends
+# one per (re)connect; the notification socket none at all.
+MESSAGES_PER_SECOND = 5.0
+MESSAGE_BURST = 20
+# RFC 6455: "policy violation".
+CLOSE_POLICY_VIOLATION = 1008
 
 
-class NotificationConsumer(AsyncJsonWebsocketConsumer):
+# How often a live board socket re-checks that its user may still watch the consultation.
+REAUTHORISE_S = 5.0
+
+
+def _user_may_watch(user_id: int, consultation_id: int) -> bool:
+    """The user as the database knows them now (active, role and teams), not as the socket
+    found them at connect."""
+    from mdtboard.accounts.models import User
+
+    user = User.objects.filter(pk=user_id, is_active=True).first()
+    return user is not None and consultation_can_watch(user=user, consultation_id=consultation_id)
+
+
+class _RateLimited:
+    """Closes a socket whose client sends messages faster than any page of ours does."""
+
+    rate: MessageRate | None = None
+    flooded = False
+
+    async def _flooding(self) -> bool:
+        if self.flooded:
+            return True
+        if self.rate is None:
+            self.rate = MessageRate(per_second=MESSAGES_PER_SECOND, burst=MESSAGE_BURST)
+        if self.rate.allow():
+            return False
+        self.flooded = True
+        scope = self.scope  # type: ignore[attr-defined]
+        user = scope.get("user")
+        # Ids and the path only: never the message, which may quote anything.
+        logger.warning(
+            "websocket closed for flooding: user %s, %s, over %d messages at once",
+            getattr(user, "pk", None),
+            scope.get("path", "?"),
+            MESSAGE_BURST,
+        )
+        await self.close(code=CLOSE_POLICY_VIOLATION)  # type: ignore[attr-defined]
+        return True
+
+
+def _resume_after(text_data: str | None) -> int | None:
+    """The sequence number of a well-formed ``{"type": "resume", "after": n}``, else None."""
+    if not text_data or len(text_data) > MAX_MESSAGE_CHARS:
+        return None
+    try:
+        message = json.loads(text_data)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or message.get("type") != "resume":
+        return None
+    after = message.get("after", 0)
+    # Integers only: 1e400 is an infinite float, true an int to Python, "5" not a number.
+    if type(after) is not int or not 0 <= after <= MAX_SEQ:
+        return None
+    return after
+
+
+class NotificationConsumer(_RateLimited, AsyncJsonWebsocketConsumer):
     """Per-user notices rendered as an htmx out-of-band fragment for the page's notice area."""
 
     group: str | None = None
@@ -36,9 +111,9 @@ class NotificationConsumer(AsyncJsonWebsocketConsumer):
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
-    async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        # Clients only listen on this socket.
-        return
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        # Clients only listen on this socket: nothing they send is parsed.
+        await self._flooding()
 
     async def notify_message(self, event: dict[str, Any]) -> None:
         # Autoescaped template: notice text may quote user or LLM text.
@@ -48,7 +123,7 @@ class NotificationConsumer(AsyncJsonWebsocketConsumer):
         await self.send(text_data=html)
 
 
-class BoardConsumer(AsyncWebsocketConsumer):
+class BoardConsumer(_RateLimited, AsyncWebsocketConsumer):
     """The live board of one consultation. Authorises like the board page, joins the
     consultation's group, and on the client's ``resume`` (its last sequence number) sends every
     persisted event after it, then each new one, in order and exactly once, as htmx
@@ -67,9 +142,16 @@ class BoardConsumer(AsyncWebsocketConsumer):
                 user=user, consultation_id=self.consultation_id
             )
         )
+        await database_sync_to_async(audit_subscription)(
+            actor=user if user is not None and user.is_authenticated else None,
+            object_type="consult.consultation",
+            object_id=self.consultation_id,
+            allowed=bool(allowed),
+        )
         if not allowed:
             await self.close(code=4403)
             return
+        self.checked_at = time.monotonic()
         self.board: Board | None = None
         self.sent: int | None = None
 
@@ -82,14 +164,36 @@ class BoardConsumer(AsyncWebsocketConsumer):
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
+    async def _still_allowed(self) -> bool:
+        """Authorisation is re-checked while the socket lives (at most every
+        REAUTHORISE_S): a clinician removed from the team, or deactivated, stops receiving
+        the board and the socket closes as a refusal."""
+        if time.monotonic() - self.checked_at < REAUTHORISE_S:
+            return True
+        user = self.scope.get("user")
+        allowed = bool(
+            user is not None
+            and await database_sync_to_async(_user_may_watch)(user.pk, self.consultation_id)
+        )
+        self.checked_at = time.monotonic()
+        if not allowed:
+            await database_sync_to_async(audit_subscription)(
+                actor=None,
+                object_type="consult.consultation",
+                object_id=self.consultation_id,
+                allowed=False,
+            )
+            await self.close(code=4403)
+        return allowed
+
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        try:
-            message = json.loads(text_data or "{}")
-            after = int(message.get("after", 0)) if message.get("type") == "resume" else None
-        except (ValueError, TypeError, AttributeError):
-            return  # not ours: ignore rather than trust
-        if after is None or after < 0:
+        if await self._flooding():
             return
+        if not await self._still_allowed():
+            return
+        after = _resume_after(text_data)
+        if after is None:
+            return  # not ours: ignore rather than trust
         async with self.lock:
             self.board = await database_sync_to_async(self._board_upto)(after)
             self.sent = after
@@ -98,6 +202,8 @@ class BoardConsumer(AsyncWebsocketConsumer):
     async def board_event(self, event: dict[str, Any]) -> None:
         if self.sent is None:
             return  # the client has not said where it is yet; its resume will catch up
+        if not await self._still_allowed():
+            return
         async with self.lock:
             if event.get("html") and event["seq"] == self.sent + 1:
                 # The usual case: the next event, rendered once by the broadcaster.
@@ -109,6 +215,8 @@ class BoardConsumer(AsyncWebsocketConsumer):
 
     async def board_delta(self, event: dict[str, Any]) -> None:
         if self.sent is None:
+            return
+        if not await self._still_allowed():
             return
         target = f"live-panel-{dom_id(str(event['role']))}"
         await self.send(

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
 from django.http import Http404
+from django.utils import timezone
 
-from consult.models import Consultation, ConsultationEvent, LesionDossier, Patient
+from consult.models import (
+    Consultation,
+    ConsultationEvent,
+    ConsultationStatus,
+    LesionDossier,
+    Patient,
+)
+from consult.services.consultations import LEASE, LEASE_STALE_AFTER, QUEUED_STALE_AFTER
 from mdtboard.accounts.models import Team
 from mdtboard.accounts.roles import Role, has_role
 
@@ -112,6 +120,27 @@ def consultation_events(
     if upto is not None:
         events = events.filter(seq__lte=upto)
     return events.order_by("seq")
+
+
+def consultation_worker_silence(
+    *, consultation: Consultation, now: datetime | None = None
+) -> int | None:
+    """Seconds since any worker was last heard from about this consultation, if that is long
+    enough to mean none is working on it: a running one whose lease lapsed, a queued one that
+    nobody picked up; None otherwise (finished, or a worker is on it)."""
+    now = now or timezone.now()
+    if consultation.status == ConsultationStatus.RUNNING:
+        if consultation.lease_until is None:
+            heard = consultation.started_at or consultation.created_at
+        else:
+            heard = consultation.lease_until - LEASE  # the last renewal
+        stale_after = LEASE_STALE_AFTER
+    elif consultation.status == ConsultationStatus.QUEUED:
+        heard, stale_after = consultation.created_at, QUEUED_STALE_AFTER
+    else:
+        return None
+    silence = now - heard
+    return int(silence.total_seconds()) if silence >= stale_after else None
 
 
 def consultations_for_dossier(*, dossier: LesionDossier) -> QuerySet[Consultation]:

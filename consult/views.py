@@ -16,6 +16,7 @@ from consult import selectors
 from consult.board import build_board, event_dict
 from consult.casefile.fields import SECTIONS, get_field
 from consult.casefile.schema import SCHEMA_PATH
+from consult.engine.guideline import relevant_staging
 from consult.forms import (
     ConsultationForm,
     DossierFilterForm,
@@ -29,6 +30,8 @@ from consult.forms import (
     small_count,
     to_text,
 )
+from consult.labels import fact_label
+from consult.plan_view import plan_view
 from consult.presenters import case_sections
 from consult.services.consultations import (
     ConsultationError,
@@ -38,7 +41,7 @@ from consult.services.consultations import (
 )
 from consult.services.dossiers import (
     DossierError,
-    case_import_upload,
+    case_import_uploads,
     dossier_create,
     dossier_export,
     dossier_submit,
@@ -49,24 +52,19 @@ from consult.services.dossiers import (
 )
 from knowledge.calculators import derive_all
 from mdtboard.accounts.roles import Role, role_required
+from mdtboard.audit.services import audit_record
 from mdtboard.core.http import AuthedRequest
 
 SECTION_LABELS = {s.key: s.label for s in SECTIONS}
-DERIVED_LABELS = {
-    "child_pugh_score": "Child–Pugh score",
-    "child_pugh_class": "Child–Pugh class",
-    "albi_score": "ALBI score",
-    "albi_grade": "ALBI grade",
-    "bclc": "BCLC stage (2022)",
-    "tnm_stage": "AJCC 8 stage group",
-    "breast_subtype": "Breast cancer subtype",
-    "ann_arbor_stage": "Ann Arbor stage",
-    "ipi": "IPI",
-    "cns_ipi": "CNS-IPI",
-    "egfr_ckd_epi_2021": "eGFR, CKD-EPI 2021 (mL/min/1.73 m²)",
-    "crcl_cockcroft_gault": "Creatinine clearance, Cockcroft–Gault (mL/min)",
-}
 MAX_UPLOAD_FILES = 50
+
+
+def _shown(value: Any) -> Any:
+    """A derived value as a clinician reads it: a list of medications or declined treatments
+    as words, not Python's brackets."""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "none"
+    return value
 
 
 @require_GET
@@ -124,11 +122,15 @@ def dossier_create_view(request: AuthedRequest) -> HttpResponse:
 @require_GET
 def dossier_detail(request: AuthedRequest, pk: int) -> HttpResponse:
     dossier = selectors.dossier_get(user=request.user, pk=pk)
+    audit_record(action="dossier.view", actor=request.user, obj=dossier)
     derived = derive_all(dossier.data)
     context = {
         "dossier": dossier,
         "sections": case_sections(dossier.data),
-        "derived": [(key, DERIVED_LABELS.get(key, key), fact) for key, fact in derived.items()],
+        "derived": [
+            (key, fact_label(f"derived.{key}"), fact, _shown(fact.value))
+            for key, fact in derived.items()
+        ],
         "warnings": dossier_warnings(dossier),
         "snapshots": dossier.snapshots.all(),
         "consultations": selectors.consultations_for_dossier(dossier=dossier),
@@ -290,12 +292,9 @@ def dossier_import(request: AuthedRequest) -> HttpResponse:
         elif len(files) > MAX_UPLOAD_FILES:
             form.add_error(None, f"Import at most {MAX_UPLOAD_FILES} files at a time.")
         else:
-            for upload in files:
-                results.append(
-                    case_import_upload(
-                        actor=request.user, team=form.cleaned_data["team"], upload=upload
-                    )
-                )
+            results = case_import_uploads(
+                actor=request.user, team=form.cleaned_data["team"], uploads=files
+            )
     status = 422 if any(not r.ok for r in results) else 200
     return render(
         request, "consult/dossier_import.html", {"form": form, "results": results}, status=status
@@ -335,8 +334,12 @@ def consultation_start_view(request: AuthedRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 def consultation_board(request: AuthedRequest, pk: int) -> HttpResponse:
     consultation = selectors.consultation_get(user=request.user, pk=pk)
+    if not request.htmx:
+        # The open board's status poll (every 15 s) is the same viewing, recorded once.
+        audit_record(action="consultation.board.view", actor=request.user, obj=consultation)
     events = selectors.consultation_events(consultation=consultation)
     board = build_board(consultation.pk, [event_dict(e) for e in events])
     board.status = consultation.status  # the row is the authority on queued/running
@@ -347,7 +350,11 @@ def consultation_board(request: AuthedRequest, pk: int) -> HttpResponse:
         "can_cancel": selectors.consultation_can_cancel(
             user=request.user, consultation_id=consultation.pk
         ),
+        "worker_silent_s": selectors.consultation_worker_silence(consultation=consultation),
     }
+    if request.htmx:
+        # The status line polls: a dead worker sends no events, so only a poll can tell.
+        return render(request, "consult/board/_status.html", context)
     return render(request, "consult/board.html", context)
 
 
@@ -369,10 +376,16 @@ def plan_detail(request: AuthedRequest, pk: int) -> HttpResponse:
     plan = getattr(consultation, "plan", None)
     if plan is None:
         raise Http404("This consultation has no plan yet")
+    audit_record(action="plan.view", actor=request.user, obj=plan)
     return render(
         request,
         "consult/plan.html",
-        {"consultation": consultation, "plan": plan, "doc": plan.payload},
+        {
+            "consultation": consultation,
+            "plan": plan,
+            "doc": plan.payload,
+            "view": plan_view(plan.payload, relevant_staging(consultation.snapshot.data)),
+        },
     )
 
 
@@ -382,6 +395,7 @@ def plan_json(request: AuthedRequest, pk: int) -> HttpResponse:
     plan = getattr(consultation, "plan", None)
     if plan is None:
         raise Http404("This consultation has no plan yet")
+    audit_record(action="plan.export", actor=request.user, obj=plan, payload={"format": "json"})
     response = HttpResponse(
         json.dumps(plan.payload, indent=2, ensure_ascii=False) + "\n",
         content_type="application/json; charset=utf-8",

@@ -57,6 +57,7 @@ from knowledge.services import (
     bundle_export,
     bundle_import,
     bundle_parse,
+    hotfix_allowed_kind,
     source_save,
     unit_save_draft,
     version_publish,
@@ -233,6 +234,7 @@ def unit_detail(request: AuthedRequest, key: str) -> HttpResponse:
         "published": published,
         "shown": _content_view(shown),
         "is_admin": has_role(request.user, Role.ADMIN),
+        "hotfix_allowed": hotfix_allowed_kind(actor=request.user, kind=versions[0].unit.kind),
         "newest_published": newest_published_number(versions),
     }
     return render(request, "knowledge/unit_detail.html", context)

@@ -38,6 +38,22 @@ def _no_outbound_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
 
 
+# --- a finished consultation ---------------------------------------------------------------------
+@pytest.fixture
+def finished(clinician: Any, team: Any) -> Any:
+    """A guideline consultation on pub-hcc-03 (BCLC C, untreated varices), run to its plan;
+    for tests of the board, its socket and its pages (they need transaction=True: the engine
+    writes from asgiref's worker thread)."""
+    from consult.services.consultations import consultation_run, consultation_start
+    from tests.consult.integration.test_consultations import load_seed, submitted
+
+    load_seed()
+    dossier = submitted(clinician, team, "pub-hcc-03.json")
+    consultation = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+    consultation_run(consultation_id=consultation.pk)
+    return consultation
+
+
 # --- personas -----------------------------------------------------------------------------------
 PASSWORD = "correct horse battery staple"
 

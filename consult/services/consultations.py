@@ -24,6 +24,7 @@ from consult.engine.aio import run_coroutine
 from consult.engine.deliberation import Cancelled, Deliberation, EngineConfig
 from consult.engine.protocols import EngineEvent, StepResult
 from consult.engine.providers import GuidelineProvider, LLMProvider
+from consult.labels import fact_labels
 from consult.models import (
     AgentMessage,
     Conflict,
@@ -46,6 +47,13 @@ from mdtboard.audit.services import audit_record
 logger = logging.getLogger(__name__)
 
 LEASE = timedelta(seconds=30)
+# A worker renews its lease with every committed step and, while members wait on the LLM,
+# with the engine's cancel check (every second). A lease that lapsed is LEASE without one
+# renewal: thirty of those intervals, not fewer, since a worker's first retrieval may block
+# its loop for tens of seconds loading the embedding model.
+LEASE_STALE_AFTER = LEASE
+# A consultation nobody has picked up for this long is waiting on a worker that is not there.
+QUEUED_STALE_AFTER = timedelta(seconds=60)
 DELTA_BATCH_S = 0.05
 CANCEL_CHECK_S = 0.5
 
@@ -128,10 +136,20 @@ def consultation_start(
         },
     )
     if enqueue:
-        from consult.tasks import consultation_run as task
-
-        transaction.on_commit(lambda: task.delay(consultation.pk))
+        transaction.on_commit(lambda: _enqueue(consultation.pk))
     return consultation
+
+
+def _enqueue(consultation_id: int) -> None:
+    """Hand the run to the workers. With the broker down the consultation is saved and stays
+    queued: the board says no worker has picked it up, and a worker that starts recovers it;
+    the clinician gets their page, not a 500."""
+    from consult.tasks import consultation_run as task
+
+    try:
+        task.delay(consultation_id)
+    except Exception as exc:  # noqa: BLE001 - any broker failure; recovery picks the run up
+        logger.warning("could not queue consultation %s (%s)", consultation_id, type(exc).__name__)
 
 
 @transaction.atomic
@@ -619,6 +637,7 @@ def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
         store=store,
         provider=provider,
         config=EngineConfig(**consultation.config),
+        labels=fact_labels(),
     )
 
     async def run() -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,11 @@ CHANGED_MEANWHILE = (
 )
 HAS_ERRORS = "The dossier has errors; correct them before saving."
 CASE_ID_TAKEN = "This patient already has a dossier with case id {case_id!r}."
+NOT_IMPORTED_WITH_OTHERS = (
+    "This file is correct, but nothing was imported: {count} other {files} errors, and the "
+    "files of one import are saved together or not at all. Correct the errors and import all "
+    "the files again."
+)
 
 
 def _check_member(actor: User, team: Team) -> None:
@@ -251,6 +257,30 @@ def case_import_upload(*, actor: User, team: Team, upload: Any) -> ImportResult:
             ],
         )
     return case_import(actor=actor, team=team, raw=upload.read(), filename=name)
+
+
+def case_import_uploads(*, actor: User, team: Team, uploads: Sequence[Any]) -> list[ImportResult]:
+    """Import several uploaded files together: all of them, or none if any has an error.
+
+    A partial import is easy to miss in a long result list and awkward to repeat (the files
+    that made it in are then refused as duplicates), so one bad file holds back the others.
+    """
+    with transaction.atomic():
+        results = [case_import_upload(actor=actor, team=team, upload=upload) for upload in uploads]
+        failed = sum(1 for result in results if not result.ok)
+        if failed:
+            transaction.set_rollback(True)
+    if not failed:
+        return results
+    held_back = NOT_IMPORTED_WITH_OTHERS.format(
+        count=failed, files="file has" if failed == 1 else "files have"
+    )
+    return [
+        result
+        if not result.ok
+        else ImportResult(result.filename, errors=[CaseError(result.filename, "$", held_back)])
+        for result in results
+    ]
 
 
 def _named(error: CaseError, filename: str) -> CaseError:

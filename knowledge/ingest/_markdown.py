@@ -18,16 +18,14 @@ from knowledge.ingest._model import (
 from knowledge.ingest._pages import Line
 
 _ATX: Final = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)")
-_ATX_CLOSE: Final = re.compile(r"[ \t]+#+[ \t]*$")
 _SETEXT: Final = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _THEMATIC: Final = re.compile(r"^ {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _FENCE: Final = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _QUOTES: Final = re.compile(r"^(?: {0,3}>[ \t]?)+")
 _LIST_ITEM: Final = re.compile(r"^([ \t]*)(?:[-*+\u2022]|\d{1,9}[.)])[ \t]+(\S.*)$")
 _LINK_DEFINITION: Final = re.compile(r"^ {0,3}\[[^\]^]{1,200}\]:[ \t]*\S+(?:[ \t]+\S.*)?$")
-_TABLE_DELIMITER: Final = re.compile(
-    r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$"
-)
+# One cell of a table's delimiter row ("---", ":--", "-:", ":-:"), spaces already stripped.
+_DELIMITER_CELL: Final = re.compile(r":?-+:?")
 _CELL_SPLIT: Final = re.compile(r"(?<!\\)\|")
 
 # Inline markup. Quantifiers are bounded so that an unclosed marker in a huge paragraph cannot
@@ -43,21 +41,52 @@ _EMPHASIS_UNDERSCORE: Final = re.compile(r"(?<![\\\w])_(?=\S)([^_]{1,2000}?)(?<=
 _STRIKE: Final = re.compile(r"~~([^~]{1,2000})~~")
 _CODE: Final = re.compile(r"(?<!\\)`+")
 # Only real tag names: clinical text is full of "<ULN" and "<50%" that must survive.
-_INLINE_HTML: Final = re.compile(
+# A comment is found by _strip_inline_html: as "<!--.{0,2000}?-->" it rescanned 2,000
+# characters from every "<!--" of a text with no "-->", 15 s for a megabyte of them.
+_INLINE_TAG_OR_COMMENT: Final = re.compile(
     r"</?(?:a|abbr|b|br|code|del|div|em|i|img|ins|kbd|mark|p|s|small|span|strong|sub|sup|u)"
-    r"(?:\s[^<>]{0,500})?/?>|<!--.{0,2000}?-->",
+    r"(?:\s[^<>]{0,500})?/?>|<!--",
     re.IGNORECASE,
 )
+MAX_COMMENT_CHARS: Final = 2000
 _ESCAPE: Final = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|>~])")
 # Most lines carry no markup at all; they skip the dozen substitutions below.
 _MARKUP: Final = re.compile(r"[*_\[<`\\~]")
+
+
+def _strip_inline_html(text: str) -> str:
+    """Each inline tag, and each one-line comment of at most 2,000 characters, replaced by a
+    space; in linear time (the next "-->" and line break are looked up once, not per "<!--")."""
+    out: list[str] = []
+    position = 0
+    search_from = 0
+    close = newline = -1  # the next "-->" and "\n" at or after the last place looked
+    while (match := _INLINE_TAG_OR_COMMENT.search(text, search_from)) is not None:
+        start, end = match.span()
+        if match.group() == "<!--":
+            if close < end:
+                close = text.find("-->", end)
+                if close < 0:  # none left: every later "<!--" is too long
+                    close = len(text) + MAX_COMMENT_CHARS + 1
+            if newline < end:
+                newline = text.find("\n", end)
+                newline = len(text) if newline < 0 else newline
+            if close - end > MAX_COMMENT_CHARS or newline < close:
+                search_from = start + 1
+                continue
+            end = close + 3
+        out.append(text[position:start])
+        out.append(" ")
+        position = search_from = end
+    out.append(text[position:])
+    return "".join(out)
 
 
 def clean_inline(text: str) -> str:
     """Markdown inline markup removed; the words the reader sees are kept in order."""
     if _MARKUP.search(text) is None:
         return normalise_ws(text)
-    text = _INLINE_HTML.sub(" ", text)
+    text = _strip_inline_html(text)
     text = _IMAGE.sub(r"\1", text)
     text = _LINK.sub(r"\1", text)
     text = _REF_LINK.sub(r"\1", text)
@@ -70,6 +99,29 @@ def clean_inline(text: str) -> str:
     text = _CODE.sub("", text)
     text = _ESCAPE.sub(r"\1", text)
     return normalise_ws(text)
+
+
+# The closing sequence of an ATX heading and the delimiter row of a table are recognised by
+# hand: as regexes anchored at the end of the line ("[ \t]+#+[ \t]*$") they retried every
+# position of a long run of spaces, and 30 KB of them stalled the worker for seconds.
+
+
+def _strip_atx_close(title: str) -> str:
+    """``title`` without a closing "  ##" (CommonMark: spaces, then #s, then spaces)."""
+    body = title.rstrip(" \t")
+    hashes = body.rstrip("#")
+    if hashes == body or not hashes.endswith((" ", "\t")):
+        return title
+    return hashes.rstrip(" \t")
+
+
+def _is_table_delimiter(line: str) -> bool:
+    """True for a delimiter row such as "| --- | :-: |" (the outer pipes are optional)."""
+    body = line.strip(" \t")
+    body = body.removeprefix("|")
+    if body.endswith("|"):
+        body = body[:-1]
+    return all(_DELIMITER_CELL.fullmatch(cell.strip(" \t")) for cell in body.split("|"))
 
 
 def _cells(line: str) -> list[str]:
@@ -142,7 +194,7 @@ class _Reader:
         atx = _ATX.match(text)
         if atx is not None:
             self._end_all()
-            title = _ATX_CLOSE.sub("", text[atx.end() :])
+            title = _strip_atx_close(text[atx.end() :])
             if title.strip() == "#" * len(title.strip()):
                 title = ""  # "## ##": an empty heading
             self._heading(len(atx.group(1)), title, line.page)
@@ -159,7 +211,7 @@ class _Reader:
         if (
             "|" in stripped
             and index + 1 < len(lines)
-            and _TABLE_DELIMITER.match(lines[index + 1].text)
+            and _is_table_delimiter(lines[index + 1].text)
             and "|" in lines[index + 1].text
         ):
             header = _cells(text)

@@ -45,7 +45,6 @@ _BOILERPLATE_TITLE: Final = re.compile(
 _NUMBERED_TITLE: Final = re.compile(r"^\d{1,2}(?:\.\d{1,2})*\.?\s")
 _LETTER: Final = re.compile(r"[^\W\d_]")
 _PAGE_LINE: Final = re.compile(r"^(?:page|p\.)\s*\d+(?:\s*(?:of|/)\s*\d+)?$", re.IGNORECASE)
-_TOC_LEADER: Final = re.compile(r"(?:\.\s?){4,}\s*\d{1,4}$|\u2026+\s*\d{1,4}$")
 # "12. Smith J, Jones AB, et al. Title. J Clin Oncol 2021;39:1-10." outside a References
 # section: an author list with initials and a journal citation (year;volume, doi or PMID).
 _CITATION_START: Final = re.compile(
@@ -158,10 +157,39 @@ def _anchor(path: tuple[str, ...], locator: str, page: int | None) -> str:
     return f"§ … > {' > '.join(kept)} > {tail}"
 
 
+def _ends_with_toc_leader(text: str) -> bool:
+    """True for a contents line: ". . . . 12" or "…… 12" (dot leaders, then a page number).
+
+    Scanned from the end by hand: the regex it replaces, unanchored at the start, retried
+    every dot of a long run of dots and took seconds on 30 KB of them.
+    """
+    end = len(text) - 1 if text.endswith("\n") else len(text)
+    digits = end
+    while digits > 0 and text[digits - 1].isdecimal():
+        digits -= 1
+    if not 1 <= end - digits <= 4:
+        return False
+    position = digits
+    while position > 0 and text[position - 1].isspace():
+        position -= 1
+    if position > 0 and text[position - 1] == "\u2026":
+        return True
+    dots = 0  # each dot may be followed by one space: ". . . ." as well as "...."
+    while position > 0 and dots < 4:
+        if text[position - 1] == ".":
+            position -= 1
+        elif position > 1 and text[position - 1].isspace() and text[position - 2] == ".":
+            position -= 2
+        else:
+            break
+        dots += 1
+    return dots >= 4
+
+
 def _is_boilerplate(text: str) -> bool:
     if not _LETTER.search(text):
         return True  # page numbers, rules, stray punctuation
-    if _PAGE_LINE.match(text) or _TOC_LEADER.search(text):
+    if _PAGE_LINE.match(text) or _ends_with_toc_leader(text):
         return True
     return bool(_CITATION_START.match(text) and _CITATION_SOURCE.search(text))
 

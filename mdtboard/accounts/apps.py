@@ -9,9 +9,21 @@ class AccountsConfig(AppConfig):
     verbose_name = "Accounts and teams"
 
     def ready(self) -> None:
+        from allauth.account import signals as account_signals
         from django.db.models.signals import post_migrate
 
         from mdtboard.accounts import receivers
 
         # Role groups follow the permissions every app defines, so sync after each migrate.
         post_migrate.connect(receivers.sync_roles_after_migrate, dispatch_uid="accounts-roles")
+        account_signals.password_reset.connect(
+            receivers.verify_email_after_password_reset, dispatch_uid="accounts-reset-verifies"
+        )
+        # Every change to the addresses a user signs in with goes to the audit log.
+        for signal, receiver in (
+            (account_signals.email_added, receivers.record_email_added),
+            (account_signals.email_removed, receivers.record_email_removed),
+            (account_signals.email_confirmed, receivers.record_email_confirmed),
+            (account_signals.email_changed, receivers.record_email_changed),
+        ):
+            signal.connect(receiver, dispatch_uid=f"accounts-audit-{receiver.__name__}")

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from allauth.account.forms import AddEmailForm
 from django import forms
 
 from mdtboard.accounts.models import Team
 from mdtboard.accounts.roles import Role
+from mdtboard.accounts.selectors import email_taken_by_another
+from mdtboard.accounts.services import EMAIL_TAKEN
 
 
 class InviteForm(forms.Form):
@@ -22,3 +25,18 @@ class InviteForm(forms.Form):
         if data.get("role") == Role.CLINICIAN and not data.get("teams"):
             self.add_error("teams", "A clinician must belong to at least one team.")
         return data
+
+
+class UniqueAddEmailForm(AddEmailForm):  # type: ignore[misc]  # allauth is untyped
+    """allauth's add-address form, refusing an address another account already has.
+
+    allauth lets it through when enumeration prevention is on (ours is), and with email
+    verification off the borrowed address then signed in to the wrong account. Colleagues
+    already know each other's addresses: saying "taken" reveals nothing worth hiding.
+    """
+
+    def clean_email(self) -> str:
+        value = str(self.cleaned_data["email"]).strip().lower()
+        if email_taken_by_another(email=value, user=self.user):
+            raise forms.ValidationError(EMAIL_TAKEN)
+        return str(super().clean_email())

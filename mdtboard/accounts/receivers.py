@@ -4,8 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from mdtboard.accounts.services import roles_sync
+from mdtboard.accounts.services import (
+    audit_email_change,
+    roles_sync,
+    user_email_verify_by_link,
+)
 
 
 def sync_roles_after_migrate(sender: Any, using: str = "default", **kwargs: Any) -> None:
     roles_sync(using=using)
+
+
+def verify_email_after_password_reset(sender: Any, user: Any, **kwargs: Any) -> None:
+    user_email_verify_by_link(user=user)
+
+
+def record_email_added(sender: Any, user: Any, email_address: Any, **kwargs: Any) -> None:
+    audit_email_change(action="add", user=user, address=email_address)
+
+
+def record_email_removed(sender: Any, user: Any, email_address: Any, **kwargs: Any) -> None:
+    audit_email_change(action="remove", user=user, address=email_address)
+
+
+def record_email_confirmed(sender: Any, email_address: Any, **kwargs: Any) -> None:
+    audit_email_change(action="confirm", user=email_address.user, address=email_address)
+
+
+def record_email_changed(
+    sender: Any, user: Any, from_email_address: Any, to_email_address: Any, **kwargs: Any
+) -> None:
+    audit_email_change(
+        action="primary", user=user, address=to_email_address, previous=from_email_address
+    )

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from allauth.account.forms import default_token_generator
+from allauth.account.models import EmailAddress
 from allauth.account.utils import user_pk_to_url_str
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission
@@ -22,6 +23,7 @@ from django.utils.text import slugify
 
 from mdtboard.accounts.models import Team, User
 from mdtboard.accounts.roles import ROLE_PERMISSIONS, Role
+from mdtboard.accounts.selectors import email_taken_by_another
 from mdtboard.audit.services import audit_record
 
 
@@ -68,7 +70,7 @@ def user_create(
     actor: Any = None,
 ) -> User:
     email = email.strip().lower()
-    if User.objects.filter(email__iexact=email).exists():
+    if email_taken_by_another(email=email):
         raise AccountError(EMAIL_TAKEN)
     user = User.objects.create_user(
         email,
@@ -124,6 +126,42 @@ def user_invite(
         recipient_list=[user.email],
     )
     return user
+
+
+@transaction.atomic
+def user_email_verify_by_link(*, user: User) -> None:
+    """Mark the address the user signs in with as verified: they just set a password through a
+    one-time link mailed to it (an invitation or a password reset), which proves they read it.
+    Without this an invited user could not turn on two-factor ("verify your email first")."""
+    address = EmailAddress.objects.filter(user=user, email__iexact=user.email).first()
+    if address is not None and address.verified:
+        return
+    if address is None:
+        address = EmailAddress.objects.create(
+            user=user,
+            email=user.email,
+            verified=True,
+            primary=not EmailAddress.objects.filter(user=user, primary=True).exists(),
+        )
+    else:
+        address.verified = True
+        address.save(update_fields=["verified"])
+    audit_record(
+        action="account.email.verify",
+        actor=user,
+        obj=user,
+        payload={"email_address": address.pk, "by": "emailed link"},
+    )
+
+
+def audit_email_change(*, action: str, user: Any, address: Any, previous: Any = None) -> None:
+    """An address added, removed, confirmed or made primary on the email page."""
+    payload: dict[str, Any] = {"email_address": getattr(address, "pk", None)}
+    if address is not None:
+        payload["email"] = address.email
+    if previous is not None:
+        payload.update(previous_email_address=previous.pk, previous_email=previous.email)
+    audit_record(action=f"account.email.{action}", actor=user, obj=user, payload=payload)
 
 
 # --- demo data --------------------------------------------------------------------------------

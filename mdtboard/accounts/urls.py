@@ -8,4 +8,6 @@ app_name = "accounts"
 
 urlpatterns = [
     path("invite/", views.invite, name="invite"),
+    # Before allauth's own pattern for the same path (mdtboard/urls.py includes this first).
+    path("email/", views.email, name="email"),
 ]

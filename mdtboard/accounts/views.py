@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from allauth.account.views import EmailView as AllauthEmailView
 from django.contrib import messages
+from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from mdtboard.accounts.forms import InviteForm
 from mdtboard.accounts.roles import Role, role_required
-from mdtboard.accounts.services import AccountError, user_invite
+from mdtboard.accounts.services import EMAIL_TAKEN, AccountError, user_invite
 
 
 @role_required(Role.ADMIN)
@@ -30,3 +34,20 @@ def invite(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Invitation sent to {user.email}.")
             return redirect("accounts:invite")
     return render(request, "accounts/invite.html", {"form": form})
+
+
+class EmailView(AllauthEmailView):  # type: ignore[misc]  # allauth is untyped
+    """allauth's email page, served at its URL. Making primary an address another account
+    signs in with (added before addresses had to be unique) broke the unique email column
+    with a 500; it is now refused with a message and nothing changes."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            with transaction.atomic():
+                return super().post(request, *args, **kwargs)  # type: ignore[no-any-return]
+        except IntegrityError:
+            messages.error(request, EMAIL_TAKEN)
+            return redirect("account_email")
+
+
+email = EmailView.as_view()

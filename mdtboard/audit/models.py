@@ -9,8 +9,10 @@ from django.db import models
 class AuditEvent(models.Model):
     """One thing somebody did. Rows are never updated or deleted (a database trigger refuses).
 
-    ``hash`` covers this row's fields and the previous row's hash, so editing or removing any
-    row breaks every later link; ``audit_verify`` finds the first broken one.
+    ``hash`` (an HMAC keyed from the environment) covers this row's fields and the previous
+    row's hash, so editing or removing any row breaks every later link; ``audit_verify`` finds
+    the first broken one, and compares the head with the anchor kept outside the database
+    (``mdtboard.audit.anchor``) to find rows deleted at the head or a recomputed chain.
     """
 
     created_at = models.DateTimeField(db_index=True)
@@ -30,6 +32,8 @@ class AuditEvent(models.Model):
     payload_hash = models.CharField(max_length=64)
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64, unique=True)
+    # 1: plain SHA-256 (rows from before the key), 2: HMAC-SHA256 keyed by AUDIT_HMAC_KEY.
+    hash_scheme = models.PositiveSmallIntegerField(default=1)
 
     class Meta:
         ordering = ["id"]

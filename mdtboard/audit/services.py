@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import Model
+from django.http import HttpRequest
 from django.utils import timezone
 
-from mdtboard.audit.hashing import GENESIS_HASH, event_hash, payload_hash
+from mdtboard.audit.anchor import (
+    AnchorUnreadable,
+    anchor_advance,
+    anchor_advance_quietly,
+    anchor_path,
+    anchor_read,
+)
+from mdtboard.audit.hashing import (
+    CURRENT_SCHEME,
+    GENESIS_HASH,
+    SCHEME_HMAC,
+    SCHEME_SHA256,
+    event_hash,
+    payload_hash,
+)
 from mdtboard.audit.models import AuditEvent
 
 # Any constant works; it names the advisory lock that serialises appends to the chain.
@@ -41,7 +61,7 @@ def audit_record(
     prev = last or GENESIS_HASH
     created_at = timezone.now()
     digest = payload_hash(payload)
-    return AuditEvent.objects.create(
+    event = AuditEvent.objects.create(
         created_at=created_at,
         actor_id=actor_id,
         actor_label=actor_label,
@@ -51,6 +71,7 @@ def audit_record(
         payload=payload,
         payload_hash=digest,
         prev_hash=prev,
+        hash_scheme=CURRENT_SCHEME,
         hash=event_hash(
             prev_hash=prev,
             created_at=created_at,
@@ -60,7 +81,63 @@ def audit_record(
             object_type=object_type,
             object_id=str(object_id),
             payload_digest=digest,
+            scheme=CURRENT_SCHEME,
         ),
+    )
+    every = max(1, int(getattr(settings, "AUDIT_ANCHOR_EVERY", 1)))
+    if event.pk % every == 0:
+        # After commit: an event rolled back with its change must never be anchored.
+        transaction.on_commit(partial(anchor_advance_quietly, event.pk, event.hash))
+    return event
+
+
+def client_address(request: HttpRequest | None) -> dict[str, str]:
+    if request is None:
+        return {}
+    return {"ip": request.META.get("REMOTE_ADDR", "")}
+
+
+def login_identity(credentials: dict[str, Any]) -> dict[str, str]:
+    """Who a sign-in attempt named. Django masks the password in ``credentials``. The
+    identifier is kept as typed only when it names an account: people type passwords into the
+    email field, and the log is append-only. Anything else is kept as a keyed digest, enough
+    to see repeated attempts."""
+    tried = str(credentials.get("email") or credentials.get("username") or "")[:254]
+    if get_user_model().objects.filter(email__iexact=tried).exists():
+        return {"identifier": tried}
+    digest = hmac.new(settings.SECRET_KEY.encode(), tried.encode(), hashlib.sha256)
+    return {"unknown_identifier_digest": digest.hexdigest()[:16]}
+
+
+def audit_login_throttled(*, request: HttpRequest | None, credentials: dict[str, Any]) -> None:
+    """A sign-in refused by the rate limit before the password was even checked."""
+    audit_record(
+        action="auth.login_throttled",
+        payload={**login_identity(credentials), **client_address(request)},
+    )
+
+
+def audit_denial(
+    *, actor: Any, status: int, view: str, method: str, ids: dict[str, str]
+) -> AuditEvent:
+    """A request refused (403, 404 on an object, 429): the view's name and the ids in its URL,
+    never query strings or bodies."""
+    return audit_record(
+        action="access.denied",
+        actor=actor,
+        payload={"status": status, "view": view, "method": method, "ids": ids},
+    )
+
+
+def audit_subscription(
+    *, actor: Any, object_type: str, object_id: str | int, allowed: bool
+) -> AuditEvent:
+    """A WebSocket subscription to an object's live stream, granted or refused."""
+    return audit_record(
+        action="ws.subscribe" if allowed else "ws.subscribe_denied",
+        actor=actor,
+        object_type=object_type,
+        object_id=object_id,
     )
 
 
@@ -75,14 +152,39 @@ class ChainReport:
         return self.broken_event_id is None
 
 
+ANCHOR_MISSING = (
+    "the anchored head event is missing: events were deleted at the head of the log (anchor {path})"
+)
+ANCHOR_CHANGED = (
+    "the anchored head event no longer has its anchored hash: the chain was rewritten "
+    "(anchor {path})"
+)
+ANCHOR_UNREADABLE = "the audit anchor file is unreadable"
+SCHEME_DOWNGRADE = "an unkeyed (legacy) hash after a keyed one"
+
+
 def audit_verify() -> ChainReport:
-    """Walk the chain in order and report the first event whose hashes do not hold."""
+    """Walk the chain in order and report the first event whose hashes do not hold; then check
+    that the event anchored outside the database is still there with the same hash. An intact
+    chain moves the anchor to its head."""
+    try:
+        anchor = anchor_read()
+    except AnchorUnreadable:
+        return ChainReport(0, 0, ANCHOR_UNREADABLE)
     prev = GENESIS_HASH
     checked = 0
+    scheme = SCHEME_SHA256
+    anchored_hash: str | None = None
+    head: AuditEvent | None = None
     for event in AuditEvent.objects.order_by("id").iterator(chunk_size=2000):
         checked += 1
         if event.prev_hash != prev:
             return ChainReport(checked, event.pk, "previous-hash link does not match")
+        if event.hash_scheme not in (SCHEME_SHA256, SCHEME_HMAC):
+            return ChainReport(checked, event.pk, "unknown hash scheme")
+        if event.hash_scheme < scheme:
+            return ChainReport(checked, event.pk, SCHEME_DOWNGRADE)
+        scheme = event.hash_scheme
         if payload_hash(event.payload) != event.payload_hash:
             return ChainReport(checked, event.pk, "payload does not match its hash")
         expected = event_hash(
@@ -94,8 +196,20 @@ def audit_verify() -> ChainReport:
             object_type=event.object_type,
             object_id=event.object_id,
             payload_digest=event.payload_hash,
+            scheme=event.hash_scheme,
         )
-        if expected != event.hash:
+        if not hmac.compare_digest(expected, event.hash):
             return ChainReport(checked, event.pk, "event fields do not match its hash")
+        if anchor is not None and event.pk == anchor.event_id:
+            anchored_hash = event.hash
         prev = event.hash
+        head = event
+    if anchor is not None:
+        where = str(anchor_path())
+        if anchored_hash is None:
+            return ChainReport(checked, anchor.event_id, ANCHOR_MISSING.format(path=where))
+        if not hmac.compare_digest(anchored_hash, anchor.hash):
+            return ChainReport(checked, anchor.event_id, ANCHOR_CHANGED.format(path=where))
+    if head is not None:
+        anchor_advance(event_id=head.pk, event_hash=head.hash)
     return ChainReport(checked, None, "")

@@ -1,4 +1,5 @@
-"""Reachability checks behind /healthz: database, Redis and at least one Celery worker."""
+"""Reachability checks behind /healthz: database, Redis, at least one Celery worker, and no
+consultation left waiting on a worker that is gone."""
 
 from __future__ import annotations
 
@@ -21,11 +22,17 @@ class Check:
     latency_ms: float
 
 
+class Unhealthy(Exception):
+    """A check that ran and found a problem; its message is safe to show anyone."""
+
+
 def _timed(name: str, probe: Callable[[], str]) -> Check:
     started = time.perf_counter()
     try:
         detail = probe()
         ok = True
+    except Unhealthy as exc:
+        detail, ok = str(exc), False
     except Exception as exc:  # noqa: BLE001 - any failure means "down"; say which kind
         detail, ok = type(exc).__name__, False
     return Check(name, ok, detail, round((time.perf_counter() - started) * 1000, 1))
@@ -54,5 +61,29 @@ def _worker() -> str:
     return f"{len(replies)} worker(s)"
 
 
+def _consultations() -> str:
+    # A worker answering pings is not enough: one that died mid-run leaves its consultation
+    # "running" until a worker starts and recovers it.
+    from consult.models import Consultation, ConsultationStatus
+    from consult.selectors import consultation_worker_silence
+
+    waiting = Consultation.objects.filter(
+        status__in=[ConsultationStatus.QUEUED, ConsultationStatus.RUNNING]
+    )
+    silences = [
+        silence
+        for consultation in waiting
+        if (silence := consultation_worker_silence(consultation=consultation)) is not None
+    ]
+    if silences:
+        raise Unhealthy(f"no live worker: a consultation has waited {max(silences)} s")
+    return "every consultation in progress has a live worker"
+
+
 def health_checks() -> list[Check]:
-    return [_timed("database", _database), _timed("redis", _redis), _timed("worker", _worker)]
+    return [
+        _timed("database", _database),
+        _timed("redis", _redis),
+        _timed("worker", _worker),
+        _timed("consultations", _consultations),
+    ]

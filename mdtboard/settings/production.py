@@ -7,6 +7,7 @@ import os
 # Fail fast: production never falls back to the embedded servers or a default key.
 for _name in (
     "DJANGO_SECRET_KEY",
+    "AUDIT_HMAC_KEY",
     "DATABASE_URL",
     "REDIS_URL",
     "DJANGO_ALLOWED_HOSTS",
@@ -16,7 +17,30 @@ for _name in (
         raise RuntimeError(f"{_name} must be set in production")
 
 from .base import *  # noqa: E402,F403
-from .base import env  # noqa: E402
+from .base import ALLOWED_HOSTS, AUDIT_HMAC_KEY, EMAIL_CONFIG, SECRET_KEY, env  # noqa: E402
+
+# Weak values refused, not just missing ones (Django's own deploy check wants 50 characters).
+MIN_SECRET_LENGTH = 50
+MIN_AUDIT_KEY_LENGTH = 32
+if len(SECRET_KEY) < MIN_SECRET_LENGTH or len(set(SECRET_KEY)) < 5:
+    raise RuntimeError(
+        f"DJANGO_SECRET_KEY is too weak: use at least {MIN_SECRET_LENGTH} random characters"
+    )
+if len(AUDIT_HMAC_KEY) < MIN_AUDIT_KEY_LENGTH or AUDIT_HMAC_KEY == SECRET_KEY:
+    raise RuntimeError(
+        f"AUDIT_HMAC_KEY must be at least {MIN_AUDIT_KEY_LENGTH} random characters, "
+        "different from DJANGO_SECRET_KEY"
+    )
+if any(host == "*" or host.startswith("*") or not host.strip() for host in ALLOWED_HOSTS):
+    raise RuntimeError("DJANGO_ALLOWED_HOSTS must name the hosts, not a wildcard")
+if EMAIL_CONFIG["EMAIL_BACKEND"] in (
+    "django.core.mail.backends.console.EmailBackend",
+    "django.core.mail.backends.dummy.EmailBackend",
+    "django.core.mail.backends.locmem.EmailBackend",
+    "django.core.mail.backends.filebased.EmailBackend",
+):
+    # Invitations and password-reset links would end up in a log instead of a mailbox.
+    raise RuntimeError("EMAIL_URL must be a real mail server in production (e.g. smtp+tls://)")
 
 DEBUG = False
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -12,7 +12,14 @@ os.environ.setdefault("REDIS_DB_CHANNELS", "4")
 os.environ.setdefault("REDIS_DB_CACHE", "5")
 
 from .base import *  # noqa: F403
-from .base import DATABASES, STATIC_ROOT, STORAGES
+from .base import (
+    AUDIT_HMAC_KEY,
+    DATABASES,
+    SECRET_KEY,
+    STATIC_ROOT,
+    STORAGES,
+    derived_audit_key,
+)
 
 # Subprocesses started by the tests (Daphne, Celery worker) must use the test database that
 # pytest-django created, not the development one.
@@ -29,3 +36,7 @@ STORAGES = {
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 ACCOUNT_RATE_LIMITS = False  # type: ignore[assignment]  # allauth: False disables them
+
+AUDIT_HMAC_KEY = AUDIT_HMAC_KEY or derived_audit_key(SECRET_KEY)
+# Anchoring writes a file per event; tests that check it point it at a temporary file.
+AUDIT_ANCHOR_PATH = "off"

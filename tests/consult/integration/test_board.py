@@ -12,19 +12,11 @@ from django.urls import reverse
 from consult.models import ConsultationEvent
 from consult.services.consultations import consultation_run, consultation_start
 from mdtboard.asgi import application
+from mdtboard.audit.models import AuditEvent
 from tests.consult.integration.test_consultations import load_seed, submitted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SEQ = re.compile(r'id="board-seq"\s+data-seq="(\d+)"')
-
-
-@pytest.fixture
-def finished(clinician: Any, team: Any) -> Any:
-    load_seed()
-    dossier = submitted(clinician, team, "pub-hcc-03.json")
-    consultation = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
-    consultation_run(consultation_id=consultation.pk)
-    return consultation
 
 
 async def _connect(user: Any, consultation_id: int) -> tuple[WebsocketCommunicator, Any]:
@@ -200,3 +192,40 @@ def test_start_from_the_dossier_page_opens_the_board(
         follow=True,
     )
     assert "less than or equal to 5" in bad.content.decode()
+
+
+async def test_board_socket_stops_streaming_to_a_clinician_removed_from_the_team(
+    finished: Any, colleague: Any, team: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a colleague watching the board (authorisation re-checked on every message here)
+    from consult import consumers
+
+    monkeypatch.setattr(consumers, "REAUTHORISE_S", 0.0)
+    communicator, (connected, _) = await _connect(colleague, finished.pk)
+    assert connected
+    await communicator.send_json_to({"type": "resume", "after": 0})
+    assert SEQ.search(await communicator.receive_from(timeout=10))
+    # when an administrator removes them from the team
+    await colleague.teams.aremove(team)
+    # then their next message closes the socket as a refusal, and nothing more is sent
+    await communicator.send_json_to({"type": "resume", "after": 0})
+    while True:
+        output = await communicator.receive_output(timeout=10)
+        if output["type"] == "websocket.close":
+            break
+    assert output["code"] == 4403
+    assert await AuditEvent.objects.filter(
+        action="ws.subscribe_denied", object_id=str(finished.pk)
+    ).aexists()
+    await communicator.disconnect()  # the consumer leaves its group; no task outlives the test
+
+
+async def test_board_socket_subscription_is_audited(finished: Any, colleague: Any) -> None:
+    communicator, (connected, _) = await _connect(colleague, finished.pk)
+    try:
+        assert connected
+        assert await AuditEvent.objects.filter(
+            action="ws.subscribe", object_id=str(finished.pk), actor=colleague
+        ).aexists()
+    finally:
+        await communicator.disconnect()

@@ -11,7 +11,8 @@ from django.urls import reverse
 
 from consult.casefile.fields import SECTION_KEYS
 from consult.models import DossierStatus, LesionDossier
-from consult.services.dossiers import case_import
+from consult.services.consultations import consultation_start
+from consult.services.dossiers import case_import, dossier_submit
 from mdtboard.audit.models import AuditEvent
 from tests.paths import PUBLIC_CASES
 
@@ -234,25 +235,67 @@ def test_create_then_submit_through_the_pages(client: Any, clinician: Any, team:
     assert AuditEvent.objects.filter(action="dossier.submit", object_id=str(dossier.pk)).exists()
 
 
-def test_upload_imports_good_files_and_explains_bad_ones(
+def test_upload_with_a_bad_file_imports_nothing_and_explains_why(
     client: Any, clinician: Any, team: Any
 ) -> None:
+    # given one good file, one with an out-of-range value and one that is not text
     client.force_login(clinician)
     good = SimpleUploadedFile("pub-lung-03.json", (PUBLIC_CASES / "pub-lung-03.json").read_bytes())
     bad_doc = json.loads((PUBLIC_CASES / "pub-hcc-02.json").read_text())
     bad_doc["patient"]["ecog"] = 7
     bad = SimpleUploadedFile("bad-ecog.json", json.dumps(bad_doc).encode())
     junk = SimpleUploadedFile("junk.json", b"\xff\xfe not utf-8")
+    # when they are imported together
     response = client.post(
         reverse("consult:dossier-import"), {"team": team.pk, "files": [good, bad, junk]}
     )
+    # then nothing is saved, each bad file says what is wrong and the good one says why it
+    # was held back
     page = response.content.decode()
     assert response.status_code == 422
-    assert "Imported:</strong> pub-lung-03.json" in page
-    assert "bad-ecog.json" in page
+    assert "Imported:" not in page
     assert "$.patient.ecog" in page
     assert "junk.json" in page
-    assert list(LesionDossier.objects.values_list("case_id", flat=True)) == ["pub-lung-03"]
+    assert "Not imported:</strong> pub-lung-03.json" in page
+    assert "nothing was imported: 2 other files have errors" in page
+    assert not LesionDossier.objects.exists()
+
+
+def test_upload_of_good_files_imports_them_all(client: Any, clinician: Any, team: Any) -> None:
+    client.force_login(clinician)
+    files = [
+        SimpleUploadedFile(name, (PUBLIC_CASES / name).read_bytes())
+        for name in ("pub-lung-03.json", "pub-hcc-02.json")
+    ]
+    response = client.post(reverse("consult:dossier-import"), {"team": team.pk, "files": files})
+    assert response.status_code == 200
+    assert response.content.decode().count("Imported:") == 2
+    assert sorted(LesionDossier.objects.values_list("case_id", flat=True)) == [
+        "pub-hcc-02",
+        "pub-lung-03",
+    ]
+
+
+def test_overlong_pseudonym_is_refused_by_validation_and_saves_nothing(
+    client: Any, clinician: Any, team: Any
+) -> None:
+    # given a good file, then one whose pseudonym is longer than the database column (the
+    # validator used to allow 200 characters, the column holds 64: a 500 after the first file
+    # was already saved)
+    client.force_login(clinician)
+    good = SimpleUploadedFile("pub-lung-03.json", (PUBLIC_CASES / "pub-lung-03.json").read_bytes())
+    long_doc = json.loads((PUBLIC_CASES / "pub-hcc-02.json").read_text())
+    long_doc["patient"]["pseudonym"] = "P" * 65
+    long = SimpleUploadedFile("long-pseudonym.json", json.dumps(long_doc).encode())
+    # when both are imported
+    response = client.post(
+        reverse("consult:dossier-import"), {"team": team.pk, "files": [good, long]}
+    )
+    # then the pseudonym is named with its limit, and neither file is saved
+    page = response.content.decode()
+    assert response.status_code == 422
+    assert "Pseudonym is too long (65 characters); the limit is 64." in page
+    assert not LesionDossier.objects.exists()
 
 
 def test_export_downloads_the_case_file(
@@ -269,3 +312,33 @@ def test_schema_is_published_without_login(client: Any) -> None:
     assert response.status_code == 200
     schema = json.loads(b"".join(response.streaming_content))
     assert schema["properties"]["format"]["const"] == "mdtboard.case/1"
+
+
+def test_pseudonym_and_question_are_isolated_wherever_shown(
+    client: Any, dossier: LesionDossier, clinician: Any
+) -> None:
+    # given a patient and question stored with a right-to-left override (before validation
+    # refused them), which would otherwise reverse the text around them
+    dossier_submit(actor=clinician, dossier=dossier)
+    consultation = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+    pseudonym = "\u202eHCC-1"
+    question = "\u202eResect?"
+    dossier.patient.pseudonym = pseudonym
+    dossier.patient.save(update_fields=["pseudonym"])
+    dossier.data = {**dossier.data, "question": question}
+    dossier.save(update_fields=["data"])
+    client.force_login(clinician)
+    # when the pages that show them are opened
+    pages = {
+        name: client.get(url).content.decode()
+        for name, url in {
+            "patients": reverse("consult:patient-list"),
+            "dossiers": reverse("consult:dossier-list"),
+            "dossier": reverse("consult:dossier-detail", args=[dossier.pk]),
+            "board": reverse("consult:consultation-board", args=[consultation.pk]),
+        }.items()
+    }
+    # then each shows them inside <bdi>, so the override stops at the end of the text
+    for name, page in pages.items():
+        assert f"<bdi>{pseudonym}</bdi>" in page, name
+    assert f"<bdi>{question}</bdi>" in pages["dossier"]

@@ -6,6 +6,7 @@ import dataclasses
 import html
 import re
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -1003,3 +1004,41 @@ def test_segment_document_html_odd_colspan_falls_back_safely(span: str, columns:
         assert row.text == "Dose: 100 mg | Agent: Drug A"
     else:
         assert row.text.startswith("Dose: 100 mg | Dose: Drug A")
+
+
+# --- hostile input: every parser linear in its input --------------------------------------------
+
+_MIB = 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt"),
+    [
+        pytest.param("# Title" + " " * _MIB + "x\n", "markdown", id="atx-heading-spaces"),
+        pytest.param("# Title" + " \t" * (_MIB // 2) + "#x\n", "markdown", id="atx-heading-tabs"),
+        pytest.param("a | b\n" + " " * _MIB + "| x\n", "markdown", id="table-delimiter-indent"),
+        pytest.param("a | b\n|-" + " " * _MIB + "x\n", "markdown", id="table-delimiter-cell"),
+        pytest.param("Contents " + "." * _MIB + "x\n", "markdown", id="toc-dots"),
+        pytest.param("Contents " + ". " * (_MIB // 2) + "x\n", "text", id="toc-spaced-dots"),
+        pytest.param("Contents " + "\u2026" * _MIB + "x\n", "text", id="toc-ellipsis"),
+        pytest.param("<!--" * (_MIB // 4) + "\n", "markdown", id="unclosed-comments"),
+        pytest.param("<!-- " * (_MIB // 5) + "-->\n", "markdown", id="comments-closed-too-late"),
+    ],
+)
+def test_segment_document_is_linear_on_a_megabyte_of_hostile_markup(text: str, fmt: Format) -> None:
+    # given a 1 MiB document built to make an end-anchored pattern retry every position (30 KB
+    # of it used to hold the ingestion worker for seconds)
+    # when it is segmented
+    started = time.perf_counter()
+    segment_document(text, fmt=fmt, source_key="hostile-1")
+    elapsed = time.perf_counter() - started
+    # then it finishes in linear time: about a second for the whole pipeline on a megabyte,
+    # where the old patterns needed hours; the bound is generous for a loaded machine
+    assert elapsed < 5.0
+
+
+def test_atx_closing_hashes_and_table_delimiters_still_parse() -> None:
+    text = "# Staging ##   \n\nCriterion | Value\n|:--- | ---:|\nECOG | 0-1\n\nIntro. . . . 12\n"
+    candidates = segment_document(text, fmt="markdown", source_key="small-1")
+    assert [c.anchor for c in candidates] == ["§ Staging > table 1 row 1"]
+    assert candidates[0].text == "Criterion: ECOG | Value: 0-1"

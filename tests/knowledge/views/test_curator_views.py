@@ -16,6 +16,7 @@ from knowledge.bundle import SourceSpec
 from knowledge.models import GuidelineSource, KnowledgeUnit, UnitVersion, VersionStatus
 from knowledge.services import (
     FOUR_EYES,
+    HOTFIX_NOT_SAFETY,
     HOTFIX_REASON,
     bundle_parse,
     source_save,
@@ -26,7 +27,7 @@ from knowledge.services import (
 )
 from mdtboard.audit.models import AuditEvent
 from tests.conftest import make_user
-from tests.knowledge.kb_factory import SOURCE, spec, unit
+from tests.knowledge.kb_factory import SAFETY, SOURCE, spec, unit
 from tests.paths import PUBLIC_CASES
 
 pytestmark = pytest.mark.django_db
@@ -269,9 +270,8 @@ def test_diagnostics_offers_a_dossier_only_to_clinical_roles(
     assert fragment.lstrip().startswith('<div id="diagnostics-panel">')
 
 
-def test_hotfix_requires_a_reason_and_is_flagged(
-    client: Any, curator: Any, draft: UnitVersion
-) -> None:
+def test_hotfix_requires_a_reason_and_is_flagged(client: Any, curator: Any, sourced: None) -> None:
+    draft = unit_save_draft(actor=curator, spec=spec("hcc.resection", **SAFETY))
     client.force_login(curator)
     url = reverse("knowledge:version-hotfix", args=["hcc.resection", 1])
     # when the author tries a hot-fix without a reason
@@ -287,6 +287,42 @@ def test_hotfix_requires_a_reason_and_is_flagged(
     page = response.content.decode()
     assert "Hot-fix" in page
     assert "Safety alert 2026-11: bleeding" in page
+
+
+def test_a_curator_gets_no_hotfix_for_a_unit_that_is_not_a_safety_unit(
+    client: Any, curator: Any, draft: UnitVersion
+) -> None:
+    # given the author's own therapy-step draft
+    client.force_login(curator)
+    # then its page offers no hot-fix, only sending it to review
+    assert _offers(_version_row(client, "hcc.resection", 1), "hcc.resection", 1) == (
+        False,
+        False,
+    )
+    # and a forged hot-fix post with the probe's reason is refused with the rule, not published
+    url = reverse("knowledge:version-hotfix", args=["hcc.resection", 1])
+    for reason in ("x", "Safety alert 2026-11: bleeding"):
+        response = client.post(url, {"reason": reason}, follow=True)
+        assert response.status_code == 200
+        assert HOTFIX_NOT_SAFETY in _messages(response)
+    draft.refresh_from_db()
+    assert draft.status == VersionStatus.DRAFT
+
+
+def test_a_one_letter_hotfix_reason_is_refused_with_a_message(
+    client: Any, curator: Any, sourced: None
+) -> None:
+    # given the author's own safety draft
+    version = unit_save_draft(actor=curator, spec=spec("hcc.alert", **SAFETY))
+    client.force_login(curator)
+    # when they hot-fix it with the reason "x"
+    response = client.post(
+        reverse("knowledge:version-hotfix", args=["hcc.alert", 1]), {"reason": "x"}, follow=True
+    )
+    # then they read what a reason needs, and nothing is published
+    assert any("Say which safety alert" in m for m in _messages(response))
+    version.refresh_from_db()
+    assert version.status == VersionStatus.DRAFT
 
 
 def _version_row(client: Any, key: str, number: int) -> str:
@@ -331,7 +367,7 @@ def test_publish_forms_are_offered_exactly_when_the_service_accepts_them(
     request: Any,
 ) -> None:
     writer = request.getfixturevalue(author)
-    version = unit_save_draft(actor=writer, spec=spec("hcc.resection"))
+    version = unit_save_draft(actor=writer, spec=spec("hcc.resection", **SAFETY))
     if status == "in_review":
         version_submit(actor=writer, version=version)
     user = request.getfixturevalue(viewer)
@@ -376,8 +412,8 @@ def test_a_stale_version_in_review_is_not_offered_for_publication(
     client: Any, curator: Any, second_curator: Any, sourced: None
 ) -> None:
     # given v1 in review and a newer v2 published meanwhile (the author's hot-fix)
-    _in_review(curator, "hcc.resection")
-    v2 = unit_save_draft(actor=curator, spec=spec("hcc.resection", anchor="Section 6.2"))
+    _in_review(curator, "hcc.resection", **SAFETY)
+    v2 = unit_save_draft(actor=curator, spec=spec("hcc.resection", anchor="Section 6.2", **SAFETY))
     version_publish(actor=curator, version=v2, hotfix_reason="Safety alert 2026-11")
     client.force_login(second_curator)
     # then neither the unit page nor the queue offers to publish v1, and both say why

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 from django.urls import reverse
+from django.utils import timezone
 
-from mdtboard.audit.hashing import GENESIS_HASH
+from mdtboard.audit.anchor import anchor_advance
+from mdtboard.audit.hashing import (
+    GENESIS_HASH,
+    SCHEME_HMAC,
+    SCHEME_SHA256,
+    event_hash,
+    payload_hash,
+)
 from mdtboard.audit.models import AuditEvent
-from mdtboard.audit.services import audit_record, audit_verify
+from mdtboard.audit.services import (
+    SCHEME_DOWNGRADE,
+    audit_record,
+    audit_subscription,
+    audit_verify,
+)
 from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -116,3 +131,216 @@ def test_a_login_name_that_is_no_account_is_kept_only_as_a_digest(client: Any) -
 def test_audit_verify_command_reports_intact_chain(clinician: Any, capsys: Any) -> None:
     call_command("audit_verify")
     assert "audit chain intact" in capsys.readouterr().out
+
+
+# --- keyed chain and anchor (issue 12, item 8) ---------------------------------------------
+
+
+@pytest.fixture
+def anchor_file(settings: Any, tmp_path: Any) -> Any:
+    settings.AUDIT_ANCHOR_PATH = str(tmp_path / "audit-anchor.json")
+    return tmp_path / "audit-anchor.json"
+
+
+def _rechain(events: list[AuditEvent], *, scheme: int, **changes: Any) -> None:
+    """Rewrite the first event with ``changes`` and recompute every later link, as an
+    attacker with write access to the table would after the probe's 'rewrite row 600'."""
+    prev = events[0].prev_hash
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")
+        for i, event in enumerate(AuditEvent.objects.filter(pk__gte=events[0].pk).order_by("id")):
+            if i == 0:
+                for name, value in changes.items():
+                    setattr(event, name, value)
+            event.payload_hash = payload_hash(event.payload)
+            event.prev_hash = prev
+            event.hash_scheme = scheme
+            event.hash = event_hash(
+                prev_hash=prev,
+                created_at=event.created_at,
+                actor_id=event.actor_id,
+                actor_label=event.actor_label,
+                action=event.action,
+                object_type=event.object_type,
+                object_id=event.object_id,
+                payload_digest=event.payload_hash,
+                scheme=scheme,
+            )
+            event.save()
+            prev = event.hash
+        cursor.execute("SET session_replication_role = DEFAULT")
+
+
+def _delete(event_id: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")
+        AuditEvent.objects.filter(pk=event_id).delete()
+        cursor.execute("SET session_replication_role = DEFAULT")
+
+
+def test_new_events_are_signed_with_the_key_from_the_settings(
+    clinician: Any, settings: Any
+) -> None:
+    # given an event recorded now
+    event = audit_record(action="test.keyed", actor=clinician)
+    # then it is HMAC-signed: plain SHA-256 of its fields does not reproduce its hash
+    assert event.hash_scheme == SCHEME_HMAC
+    assert audit_verify().ok
+    # and a verifier with another key finds the chain does not hold
+    settings.AUDIT_HMAC_KEY = "another key entirely, as an attacker would have to guess"
+    report = audit_verify()
+    assert not report.ok
+    assert "fields" in report.reason
+
+
+def test_a_rewritten_chain_recomputed_without_the_key_is_found(
+    clinician: Any, anchor_file: Any
+) -> None:
+    # given a chain of events
+    events = [audit_record(action=f"test.{i}", actor=clinician) for i in range(4)]
+    # when an attacker rewrites the second and recomputes every later hash in plain SHA-256
+    _rechain(events[1:], scheme=SCHEME_SHA256, action="test.forged")
+    # then the verifier refuses an unkeyed hash after a keyed one, naming that event
+    report = audit_verify()
+    assert not report.ok
+    assert report.broken_event_id == events[1].pk
+    assert report.reason == SCHEME_DOWNGRADE
+
+
+def test_a_chain_recomputed_even_with_the_key_is_found_by_the_anchor(
+    clinician: Any, anchor_file: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    # given events committed, each moving the anchor outside the database
+    with django_capture_on_commit_callbacks(execute=True):
+        events = [audit_record(action=f"test.{i}", actor=clinician) for i in range(4)]
+    assert json.loads(anchor_file.read_text())["event_id"] == events[-1].pk
+    # when someone who also holds the key rewrites the second event and recomputes the rest
+    _rechain(events[1:], scheme=SCHEME_HMAC, action="test.forged")
+    # then the chain looks whole, but the anchored head no longer matches
+    report = audit_verify()
+    assert not report.ok
+    assert report.broken_event_id == events[-1].pk
+    assert "rewritten" in report.reason
+    with pytest.raises(CommandError, match="chain was rewritten"):
+        call_command("audit_verify")
+
+
+def test_deleting_the_newest_event_is_found_by_the_anchor(
+    clinician: Any, anchor_file: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    # given committed events, the newest anchored
+    with django_capture_on_commit_callbacks(execute=True):
+        events = [audit_record(action=f"test.{i}", actor=clinician) for i in range(3)]
+    # when the newest row is deleted (the rest of the chain is untouched and links fine)
+    _delete(events[-1].pk)
+    # then verification names the missing event
+    report = audit_verify()
+    assert not report.ok
+    assert report.broken_event_id == events[-1].pk
+    assert "deleted at the head" in report.reason
+    with pytest.raises(CommandError, match=f"BROKEN at event #{events[-1].pk}"):
+        call_command("audit_verify")
+
+
+def test_verify_moves_the_anchor_to_the_head_and_never_back(
+    clinician: Any, anchor_file: Any
+) -> None:
+    # given events recorded in a transaction that has not committed yet (no anchor written)
+    events = [audit_record(action=f"test.{i}", actor=clinician) for i in range(2)]
+    assert not anchor_file.exists()
+    # when the chain is verified, the head is anchored
+    assert audit_verify().ok
+    assert json.loads(anchor_file.read_text()) == {
+        "event_id": events[-1].pk,
+        "hash": events[-1].hash,
+    }
+    # and a late writer with an older event does not pull the anchor back
+    assert not anchor_advance(event_id=events[0].pk, event_hash=events[0].hash)
+    assert json.loads(anchor_file.read_text())["event_id"] == events[-1].pk
+
+
+def test_a_damaged_anchor_is_reported_not_overwritten(clinician: Any, anchor_file: Any) -> None:
+    # given an anchor file someone truncated
+    audit_record(action="test.one", actor=clinician)
+    anchor_file.write_text("{")
+    # then verification reports it, and leaves the evidence as it is
+    report = audit_verify()
+    assert not report.ok
+    assert "anchor" in report.reason
+    assert anchor_file.read_text() == "{"
+
+
+def test_legacy_unkeyed_events_still_verify_before_keyed_ones(db: None) -> None:
+    # given events written before the key existed (plain SHA-256, scheme 1), as after migrating
+    assert not AuditEvent.objects.exists()
+    prev = GENESIS_HASH
+    for i in range(3):
+        created_at = timezone.now()
+        digest = payload_hash({"i": i})
+        fields = {
+            "created_at": created_at,
+            "actor_id": None,
+            "actor_label": "",
+            "action": f"legacy.{i}",
+            "object_type": "",
+            "object_id": "",
+        }
+        event_hash_value = event_hash(
+            prev_hash=prev, payload_digest=digest, scheme=SCHEME_SHA256, **fields
+        )
+        AuditEvent.objects.create(
+            payload={"i": i},
+            payload_hash=digest,
+            prev_hash=prev,
+            hash=event_hash_value,
+            hash_scheme=SCHEME_SHA256,
+            **fields,
+        )
+        prev = event_hash_value
+    # when new, keyed events follow
+    audit_record(action="test.keyed")
+    # then the whole chain verifies
+    report = audit_verify()
+    assert report.ok
+    assert report.checked == 4
+
+
+def test_every_refused_sign_in_is_audited_throttled_ones_too(
+    client: Any, clinician: Any, settings: Any
+) -> None:
+    # given the production-like rate limit: two failures per address, then refused unchecked
+    cache.clear()
+    settings.ACCOUNT_RATE_LIMITS = {"login_failed": "2/m/key"}
+    # when someone tries six passwords for a clinician's address
+    for i in range(6):
+        client.post(reverse("account_login"), {"login": clinician.email, "password": f"guess {i}"})
+    cache.clear()
+    # then all six are in the log: two checked and failed, four throttled, none with a password
+    actions = list(
+        AuditEvent.objects.filter(action__startswith="auth.login").values_list("action", flat=True)
+    )
+    assert actions == ["auth.login_failed"] * 2 + ["auth.login_throttled"] * 4
+    throttled = AuditEvent.objects.filter(action="auth.login_throttled").first()
+    assert throttled.payload["identifier"] == clinician.email
+    assert "guess" not in str(list(AuditEvent.objects.values_list("payload", flat=True)))
+
+
+@pytest.mark.parametrize(
+    ("allowed", "action"), [(True, "ws.subscribe"), (False, "ws.subscribe_denied")]
+)
+def test_websocket_subscriptions_are_recorded_granted_or_refused(
+    outsider: Any, allowed: bool, action: str
+) -> None:
+    # when the board consumer reports a subscription (consult/consumers.py calls this)
+    audit_subscription(
+        actor=outsider, object_type="consult.consultation", object_id=42, allowed=allowed
+    )
+    # then the log names who, which stream, and whether it was refused; nothing else
+    event = AuditEvent.objects.order_by("-id").first()
+    assert (event.action, event.actor_id, event.object_type, event.object_id) == (
+        action,
+        outsider.pk,
+        "consult.consultation",
+        "42",
+    )
+    assert event.payload == {}

@@ -1,0 +1,86 @@
+"""The audit chain's head (event id and hash) kept outside the database.
+
+Whoever can write the audit table can delete its newest rows, or rewrite a row and recompute
+every later link; the chain alone still looks whole. The anchor is a small file (under var/ by
+default, ``AUDIT_ANCHOR_PATH``) moved forward after each committed event and at each verify:
+the verifier then finds the anchored event missing or changed. It only ever moves forward, so
+concurrent writers and a late commit cannot pull it back.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+
+class AnchorUnreadable(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Anchor:
+    event_id: int
+    hash: str
+
+
+def anchor_path() -> Path | None:
+    """The anchor file, or None when anchoring is switched off (``AUDIT_ANCHOR_PATH=off``)."""
+    value = getattr(settings, "AUDIT_ANCHOR_PATH", "")
+    return Path(value) if value and value != "off" else None
+
+
+def _read(path: Path) -> Anchor | None:
+    try:
+        raw = path.read_text()
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(raw)
+        return Anchor(event_id=int(data["event_id"]), hash=str(data["hash"]))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise AnchorUnreadable(f"audit anchor {path} is unreadable") from exc
+
+
+def anchor_read() -> Anchor | None:
+    """The anchored head, None if there is none yet; AnchorUnreadable if the file is damaged."""
+    path = anchor_path()
+    return _read(path) if path is not None else None
+
+
+def anchor_advance(*, event_id: int, event_hash: str) -> bool:
+    """Move the anchor to this event if it is newer than the anchored one; True if moved."""
+    path = anchor_path()
+    if path is None:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        # One writer at a time across processes: read, compare, replace.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            current = _read(path)
+        except AnchorUnreadable:
+            # Never overwrite evidence: the verifier reports the damaged file.
+            logger.error("audit anchor %s is unreadable; not moved", path)
+            return False
+        if current is not None and current.event_id >= event_id:
+            return False
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"event_id": event_id, "hash": event_hash}) + "\n")
+        os.replace(tmp, path)
+        return True
+
+
+def anchor_advance_quietly(event_id: int, event_hash: str) -> None:
+    """After-commit hook: a full disk must not fail the request the event belongs to."""
+    try:
+        anchor_advance(event_id=event_id, event_hash=event_hash)
+    except OSError:
+        logger.exception("could not write the audit anchor")
