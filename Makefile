@@ -48,7 +48,7 @@ test: install-dev chromium lint
 bench: install-dev
 	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m benchmarks
 
-# CASES=path/to/folder evaluates another folder of mdtboard.case/1 files with `expected`.
+# Evaluates ../shared/cases/public and tests/cases; CASES=folder evaluates another folder.
 evaluate: install
 	$(PY) manage.py migrate --verbosity 0
 	$(PY) manage.py load_kb_seed
