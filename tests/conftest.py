@@ -38,6 +38,21 @@ def _no_outbound_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
 
 
+# --- one channel layer per test -------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _fresh_channel_layer() -> Iterator[None]:
+    """Each test gets its own channel layer object. channels-redis binds a layer's receive state
+    (lock, count, event loop) to the loop that first receives on it; a consumer of an earlier
+    test whose loop ended mid-receive left that state behind, and every later in-process socket
+    died with "Two event loops are trying to receive() on one channel layer at once!". A server
+    process has one loop for its life; tests have one per test."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
 # --- a finished consultation ---------------------------------------------------------------------
 @pytest.fixture
 def finished(clinician: Any, team: Any) -> Any:

@@ -64,6 +64,9 @@ async def test_board_socket_ignores_hostile_resumes_and_keeps_working(
     await communicator.send_json_to({"type": "resume", "after": 0})
     first = await communicator.receive_from(timeout=10)
     assert SEQ.search(first).group(1) == "1"  # type: ignore[union-attr]
+    # (the rest of the catch-up is read before leaving, so no send is cut off mid-way)
+    while not await communicator.receive_nothing(timeout=0.5):
+        await communicator.receive_from()
     await communicator.disconnect()
 
 
