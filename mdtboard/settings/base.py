@@ -233,8 +233,13 @@ MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "mdtboard"
 
 SESSION_COOKIE_HTTPONLY = True
+# Absolute lifetime of a sign-in (a clinical shift): activity never extends it, see
+# mdtboard.accounts.middleware.SessionExpiryMiddleware.
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
+# A session left alone this long (seconds) is signed out: a shared ward or meeting-room
+# workstation must not stay open for the next person. 0 switches the idle timeout off.
+SESSION_IDLE_TIMEOUT = env.int("SESSION_IDLE_TIMEOUT", default=30 * 60)
 # htmx sends the token from the page (hx-headers on <body>); no script reads the cookie.
 CSRF_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
@@ -316,6 +321,8 @@ ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
 MIDDLEWARE += [
     "mdtboard.core.middleware.ContentSecurityPolicyMiddleware",
     "mdtboard.audit.middleware.AuditDenialsMiddleware",
+    # Inside the two above, so that their redirects carry the same headers.
+    "mdtboard.accounts.middleware.SessionExpiryMiddleware",
 ]
 # No inline scripts anywhere (templates load htmx and our script from /static/, allauth's pages
 # pass data in JSON blocks). Inline *styles* stay allowed: htmx injects its indicator styles
