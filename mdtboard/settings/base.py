@@ -231,6 +231,14 @@ ACCOUNT_SESSION_REMEMBER = False
 ACCOUNT_RATE_LIMITS = {"login_failed": "10/m/ip,5/5m/key"}
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "mdtboard"
+# Accept the code of the previous and the next 30-second step too (RFC 6238 section 5.2): a
+# phone's clock drifts, and a code typed at the end of its step must not fail.
+MFA_TOTP_TOLERANCE = 1
+
+# Roles that may not use the app without an authenticator app (TOTP): they can change the
+# knowledge base every consultation relies on, or every account. Comma-separated role names;
+# empty switches enforcement off. Checked by mdtboard.accounts.middleware.
+MFA_REQUIRED_ROLES: list[str] = env.list("MFA_REQUIRED_ROLES", default=["admin", "curator"])
 
 SESSION_COOKIE_HTTPONLY = True
 # Absolute lifetime of a sign-in (a clinical shift): activity never extends it, see
@@ -321,8 +329,10 @@ ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
 MIDDLEWARE += [
     "mdtboard.core.middleware.ContentSecurityPolicyMiddleware",
     "mdtboard.audit.middleware.AuditDenialsMiddleware",
-    # Inside the two above, so that their redirects carry the same headers.
+    # Inside the two above, so that their redirects and refusals carry the same headers.
+    # Expiry first: a session that is over is signed out before anything else is decided.
     "mdtboard.accounts.middleware.SessionExpiryMiddleware",
+    "mdtboard.accounts.middleware.MFARequiredMiddleware",
 ]
 # No inline scripts anywhere (templates load htmx and our script from /static/, allauth's pages
 # pass data in JSON blocks). Inline *styles* stay allowed: htmx injects its indicator styles
