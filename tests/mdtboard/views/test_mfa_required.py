@@ -4,12 +4,14 @@ before they have set up an authenticator app; clinicians are not forced."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 from allauth.mfa.models import Authenticator
 from allauth.mfa.totp.internal.auth import SECRET_SESSION_KEY, TOTP
 from channels.testing import WebsocketCommunicator
+from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 
@@ -176,3 +178,29 @@ async def test_mfa_required_socket_refused_until_totp_is_active(bare_curator: An
     await sync_to_async(TOTP.activate)(bare_curator, TOTP_SECRET)
     connected, _ = await _notification_socket(bare_curator)
     assert connected
+
+
+def test_mfa_required_invited_curator_is_sent_to_setup_and_may_turn_it_on(
+    client: Any, admin_user: Any
+) -> None:
+    # given a curator invited by an administrator, who set a password through the emailed link
+    client.force_login(admin_user)
+    client.post(reverse("accounts:invite"), {"email": "invitee@hospital.test", "role": "curator"})
+    link = re.search(r"https?://\S+", mail.outbox[-1].body)
+    assert link is not None
+    client.logout()
+    form_page = client.get(link.group(0), follow=True)
+    chosen = "a long new passphrase 42"
+    client.post(
+        form_page.redirect_chain[-1][0], {"password1": chosen, "password2": chosen}, follow=True
+    )
+    # when they sign in and open the knowledge base
+    client.post(reverse("account_login"), {"login": "invitee@hospital.test", "password": chosen})
+    told = client.get(KB_PAGE, follow=True)
+    assert told.redirect_chain[0][0] == reverse("mfa_activate_totp")
+    setup = client.post(reverse("account_reauthenticate"), {"password": chosen}, follow=True)
+    # then they are shown a secret to add to their app, not "verify your email first"
+    page = setup.content.decode()
+    assert setup.redirect_chain[-1][0] == reverse("mfa_activate_totp")
+    assert "verified your email" not in page
+    assert "secret" in page.lower()
