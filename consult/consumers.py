@@ -18,6 +18,7 @@ from consult.board_render import render_changes
 from consult.broadcasts import consultation_group, user_group
 from consult.models import ConsultationEvent
 from consult.selectors import consultation_can_watch
+from mdtboard.accounts.selectors import user_must_set_up_mfa
 from mdtboard.audit.services import audit_subscription
 from mdtboard.core.limits import MessageRate
 
@@ -103,6 +104,10 @@ class NotificationConsumer(_RateLimited, AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated or not user.is_active:
             await self.close(code=4401)
             return
+        # Like every page: a role that requires two-factor gets nothing before it is set up.
+        if await database_sync_to_async(user_must_set_up_mfa)(user=user):
+            await self.close(code=4403)
+            return
         self.group = user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -138,6 +143,7 @@ class BoardConsumer(_RateLimited, AsyncWebsocketConsumer):
         allowed = (
             user is not None
             and user.is_authenticated
+            and not await database_sync_to_async(user_must_set_up_mfa)(user=user)
             and await database_sync_to_async(consultation_can_watch)(
                 user=user, consultation_id=self.consultation_id
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -73,12 +74,29 @@ def finished(clinician: Any, team: Any) -> Any:
 PASSWORD = "correct horse battery staple"
 
 
+# The authenticator-app secret of every persona whose role requires two-factor (base32).
+TOTP_SECRET = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
+
+
+def totp_code(secret: str = TOTP_SECRET) -> str:
+    """The code an authenticator app shows now for ``secret``."""
+    from allauth.mfa.totp.internal.auth import format_hotp_value, hotp_value
+
+    return format_hotp_value(hotp_value(secret, int(time.time()) // 30))
+
+
 def login(page: Any, base: str, email: str) -> None:
-    """Sign in through the real login page, as a person would."""
+    """Sign in through the real login page, as a person would (with the code from their
+    authenticator app when they have one)."""
+    from allauth.mfa.models import Authenticator
+
     page.goto(base + "/accounts/login/")
     page.get_by_label("Email").fill(email)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign In").click()
+    if Authenticator.objects.filter(user__email=email, type=Authenticator.Type.TOTP).exists():
+        page.get_by_placeholder("Code").fill(totp_code())
+        page.get_by_role("button", name="Sign In").click()
     page.wait_for_selector("h1:has-text('Welcome')")
 
 
@@ -96,17 +114,28 @@ def other_team(db: None) -> Any:
     return team_get_or_create(name="Thoracic MDT")
 
 
-def make_user(role: str, email: str, teams: list[Any]) -> Any:
+def make_user(role: str, email: str, teams: list[Any], *, two_factor: bool | None = None) -> Any:
+    """A user of ``role``. Like their colleagues in production, users of a role that requires
+    two-factor (settings.MFA_REQUIRED_ROLES) have set up an authenticator app with
+    TOTP_SECRET, unless ``two_factor`` says otherwise."""
+    from allauth.mfa.totp.internal.auth import TOTP
+    from django.conf import settings
+
     from mdtboard.accounts.roles import Role
     from mdtboard.accounts.services import user_create
 
-    return user_create(
+    user = user_create(
         email=email,
         role=Role(role),
         password=PASSWORD,
         display_name=email.split("@")[0],
         teams=teams,
     )
+    if two_factor is None:
+        two_factor = role in settings.MFA_REQUIRED_ROLES
+    if two_factor:
+        TOTP.activate(user, TOTP_SECRET)
+    return user
 
 
 @pytest.fixture

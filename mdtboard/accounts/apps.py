@@ -10,12 +10,15 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         from allauth.account import signals as account_signals
+        from django.contrib.auth.signals import user_logged_in
         from django.db.models.signals import post_migrate
 
         from mdtboard.accounts import receivers
 
         # Role groups follow the permissions every app defines, so sync after each migrate.
         post_migrate.connect(receivers.sync_roles_after_migrate, dispatch_uid="accounts-roles")
+        # The absolute session lifetime counts from the sign-in (mdtboard.accounts.sessions).
+        user_logged_in.connect(receivers.start_session_clock, dispatch_uid="accounts-session")
         account_signals.password_reset.connect(
             receivers.verify_email_after_password_reset, dispatch_uid="accounts-reset-verifies"
         )

@@ -9,10 +9,16 @@ from mdtboard.accounts.services import (
     roles_sync,
     user_email_verify_by_link,
 )
+from mdtboard.accounts.sessions import session_start
 
 
 def sync_roles_after_migrate(sender: Any, using: str = "default", **kwargs: Any) -> None:
     roles_sync(using=using)
+
+
+def start_session_clock(sender: Any, request: Any = None, **kwargs: Any) -> None:
+    if request is not None and hasattr(request, "session"):
+        session_start(session=request.session)
 
 
 def verify_email_after_password_reset(sender: Any, user: Any, **kwargs: Any) -> None:

@@ -5,8 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from allauth.account.models import EmailAddress
+from allauth.mfa.models import Authenticator
+from allauth.mfa.utils import is_mfa_enabled
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 from mdtboard.accounts.models import User
+from mdtboard.accounts.roles import Role, roles_of
 
 
 def email_taken_by_another(*, email: str, user: Any = None) -> bool:
@@ -18,3 +23,22 @@ def email_taken_by_another(*, email: str, user: Any = None) -> bool:
         others = others.exclude(pk=user.pk)
         addresses = addresses.exclude(user_id=user.pk)
     return others.exists() or addresses.exists()
+
+
+def mfa_required_roles() -> frozenset[Role]:
+    """The roles of ``settings.MFA_REQUIRED_ROLES``; a name that is no role is a setup error."""
+    names = [name.strip() for name in settings.MFA_REQUIRED_ROLES if name.strip()]
+    try:
+        return frozenset(Role(name) for name in names)
+    except ValueError as exc:
+        raise ImproperlyConfigured(
+            f"MFA_REQUIRED_ROLES: {exc}; the roles are {', '.join(Role.values)}"
+        ) from exc
+
+
+def user_must_set_up_mfa(*, user: Any) -> bool:
+    """Whether ``user`` holds a role that requires two-factor and has no authenticator app
+    (TOTP) yet. Asked on every request of such a role: deactivating the app counts at once."""
+    if not roles_of(user) & mfa_required_roles():
+        return False
+    return not is_mfa_enabled(user, [Authenticator.Type.TOTP])

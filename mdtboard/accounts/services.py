@@ -24,7 +24,7 @@ from django.utils.text import slugify
 from mdtboard.accounts.models import Team, User
 from mdtboard.accounts.roles import ROLE_PERMISSIONS, Role
 from mdtboard.accounts.selectors import email_taken_by_another
-from mdtboard.audit.services import audit_record
+from mdtboard.audit.services import audit_record, client_address
 
 
 class AccountError(Exception):
@@ -151,6 +151,17 @@ def user_email_verify_by_link(*, user: User) -> None:
         actor=user,
         obj=user,
         payload={"email_address": address.pk, "by": "emailed link"},
+    )
+
+
+def session_expired_record(*, user: Any, reason: str, request: Any = None) -> None:
+    """A sign-in ended by the idle timeout or its absolute lifetime (the logout that follows
+    is recorded on its own)."""
+    audit_record(
+        action="auth.session_expired",
+        actor=user,
+        obj=user,
+        payload={"reason": reason, **client_address(request)},
     )
 
 

@@ -231,10 +231,23 @@ ACCOUNT_SESSION_REMEMBER = False
 ACCOUNT_RATE_LIMITS = {"login_failed": "10/m/ip,5/5m/key"}
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "mdtboard"
+# Accept the code of the previous and the next 30-second step too (RFC 6238 section 5.2): a
+# phone's clock drifts, and a code typed at the end of its step must not fail.
+MFA_TOTP_TOLERANCE = 1
+
+# Roles that may not use the app without an authenticator app (TOTP): they can change the
+# knowledge base every consultation relies on, or every account. Comma-separated role names;
+# empty switches enforcement off. Checked by mdtboard.accounts.middleware.
+MFA_REQUIRED_ROLES: list[str] = env.list("MFA_REQUIRED_ROLES", default=["admin", "curator"])
 
 SESSION_COOKIE_HTTPONLY = True
+# Absolute lifetime of a sign-in (a clinical shift): activity never extends it, see
+# mdtboard.accounts.middleware.SessionExpiryMiddleware.
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
+# A session left alone this long (seconds) is signed out: a shared ward or meeting-room
+# workstation must not stay open for the next person. 0 switches the idle timeout off.
+SESSION_IDLE_TIMEOUT = env.int("SESSION_IDLE_TIMEOUT", default=30 * 60)
 # htmx sends the token from the page (hx-headers on <body>); no script reads the cookie.
 CSRF_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
@@ -316,6 +329,10 @@ ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
 MIDDLEWARE += [
     "mdtboard.core.middleware.ContentSecurityPolicyMiddleware",
     "mdtboard.audit.middleware.AuditDenialsMiddleware",
+    # Inside the two above, so that their redirects and refusals carry the same headers.
+    # Expiry first: a session that is over is signed out before anything else is decided.
+    "mdtboard.accounts.middleware.SessionExpiryMiddleware",
+    "mdtboard.accounts.middleware.MFARequiredMiddleware",
 ]
 # No inline scripts anywhere (templates load htmx and our script from /static/, allauth's pages
 # pass data in JSON blocks). Inline *styles* stay allowed: htmx injects its indicator styles

@@ -9,7 +9,7 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "local-development-only-not-secret")
 os.environ.setdefault("DJANGO_DEBUG", "true")
 
 from .base import *  # noqa: F403
-from .base import AUDIT_HMAC_KEY, SECRET_KEY, STATIC_ROOT, STORAGES, derived_audit_key
+from .base import AUDIT_HMAC_KEY, SECRET_KEY, STATIC_ROOT, STORAGES, derived_audit_key, env
 
 # Serve static files straight from static/ without collectstatic.
 WHITENOISE_USE_FINDERS = True
@@ -22,3 +22,9 @@ STORAGES = {
 }
 
 AUDIT_HMAC_KEY = AUDIT_HMAC_KEY or derived_audit_key(SECRET_KEY)
+
+# Two-factor is not enforced on a development or demo machine unless asked for: the demo
+# curator and administrator (`make run`, manage.py seed_demo) have no authenticator app, and a
+# demo should open with the printed credentials alone. MFA_REQUIRED_ROLES=admin,curator in .env
+# shows what production does.
+MFA_REQUIRED_ROLES = env.list("MFA_REQUIRED_ROLES", default=[])

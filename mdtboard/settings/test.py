@@ -40,3 +40,9 @@ ACCOUNT_RATE_LIMITS = False  # type: ignore[assignment]  # allauth: False disabl
 AUDIT_HMAC_KEY = AUDIT_HMAC_KEY or derived_audit_key(SECRET_KEY)
 # Anchoring writes a file per event; tests that check it point it at a temporary file.
 AUDIT_ANCHOR_PATH = "off"
+
+# As in production, whatever a developer's .env says. The personas of the roles that need
+# two-factor have an authenticator app (tests/conftest.py make_user); the e2e login enters codes.
+MFA_REQUIRED_ROLES = ["admin", "curator"]
+SESSION_IDLE_TIMEOUT = 30 * 60
+SESSION_COOKIE_AGE = 8 * 3600
