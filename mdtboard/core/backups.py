@@ -90,10 +90,14 @@ def backup_create(*, output: Path | None = None) -> BackupResult:
             snapshot, server_version = cursor.fetchone()
         counts = _row_counts()
         head = _chain_head()
-        _run(
-            [pg_dump, "--format=custom", f"--snapshot={snapshot}", f"--file={partial}"],
-            what="pg_dump",
-        )
+        try:
+            _run(
+                [pg_dump, "--format=custom", f"--snapshot={snapshot}", f"--file={partial}"],
+                what="pg_dump",
+            )
+        except BackupError:
+            partial.unlink(missing_ok=True)
+            raise
     os.chmod(partial, 0o600)
     os.replace(partial, path)
     manifest = {
@@ -113,6 +117,13 @@ def backup_create(*, output: Path | None = None) -> BackupResult:
     manifest_path = manifest_path_for(path)
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
     os.chmod(manifest_path, 0o600)
+    # A copy of every record left the database: who made it, and which file, is on the log.
+    audit_record(
+        action="database.backup",
+        object_type="backup",
+        object_id=path.name[:64],
+        payload={"file": path.name, "sha256": manifest["sha256"]},
+    )
     return BackupResult(path=path, manifest_path=manifest_path, manifest=manifest)
 
 

@@ -75,6 +75,7 @@ def test_backup_restore_round_trip_brings_the_data_back_and_the_chain_verifies(
     audit_record(action="test.before_backup", actor=clinician)
     patient = finished.dossier.patient
     head = AuditEvent.objects.order_by("-id").first()
+    audit_events = AuditEvent.objects.count()
     path, manifest = backup(tmp_path)
     # then the manifest describes the dump and the data in it
     assert manifest["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
@@ -85,12 +86,15 @@ def test_backup_restore_round_trip_brings_the_data_back_and_the_chain_verifies(
         "dossiers": 1,
         "consultations": 1,
         "events": ConsultationEvent.objects.count(),
-        "audit_events": AuditEvent.objects.count(),
+        "audit_events": audit_events,
         "kb_units": KnowledgeUnit.objects.count(),
     }
     assert manifest["row_counts"]["events"] > 0
     assert manifest["row_counts"]["kb_units"] > 0
     assert manifest["audit_chain_head"] == {"event_id": head.pk, "hash": head.hash}
+    # and the backup itself is on the audit log, after the head it holds
+    logged = AuditEvent.objects.order_by("-id").first()
+    assert (logged.action, logged.payload["file"]) == ("database.backup", path.name)
     # when the data changes afterwards (an edit, a new dossier, more audited events: the
     # anchor outside the database moves past the backup's head)
     Patient.objects.filter(pk=patient.pk).update(age_years=99)
