@@ -5,13 +5,15 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export DJANGO_SETTINGS_MODULE ?= mdtboard.settings.local
 
-.PHONY: run test lint bench evaluate install install-dev chromium clean-var help
+.PHONY: run test lint bench evaluate backup restore install install-dev chromium clean-var help
 
 help:
 	@echo "make run       install, start embedded PostgreSQL+Redis, migrate, seed, serve on :8000"
 	@echo "make test      install test tools (and Chromium), lint, run the whole test suite"
 	@echo "make lint      ruff, mypy, djlint"
 	@echo "make bench     print benchmark figures as JSON lines"
+	@echo "make backup    dump the database to var/backups/ (OUTPUT=path to choose the file)"
+	@echo "make restore FILE=var/backups/....dump   replace ALL data with that backup"
 
 $(PY):
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "mdtboard needs Python 3.11 or newer"'
@@ -53,3 +55,12 @@ evaluate: install
 	$(PY) manage.py migrate --verbosity 0
 	$(PY) manage.py load_kb_seed
 	$(PY) manage.py evaluate $(if $(CASES),--cases "$(CASES)")
+
+# Backups hold clinical data: keep them encrypted and access-controlled (README, "Backups").
+backup: install
+	$(PY) manage.py backup $(if $(OUTPUT),--output "$(OUTPUT)")
+
+# Asks for the database name before replacing all data; YES=1 skips the question.
+restore: install
+	@test -n "$(FILE)" || { echo "usage: make restore FILE=var/backups/mdtboard-....dump"; exit 2; }
+	$(PY) manage.py restore "$(FILE)" $(if $(YES),--yes)

