@@ -17,7 +17,7 @@ Truth = bool | None
 
 def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
     """Every fact a condition may name: "section.key" from the case file, "derived.<name>"
-    from the calculators, and "derived.line" (prior therapies + 1; unknown if not recorded)."""
+    from the calculators (among them "derived.line", the line of systemic therapy)."""
     facts: dict[str, Any] = {}
     for key, value in case.items():
         if isinstance(value, Mapping):
@@ -27,9 +27,6 @@ def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
             facts[key] = value
     for name, result in derive_all(case).items():
         facts[f"derived.{name}"] = result.value
-    diagnosis = case.get("diagnosis") or {}
-    prior = diagnosis.get("prior_therapies") if isinstance(diagnosis, Mapping) else None
-    facts["derived.line"] = len(prior) + 1 if isinstance(prior, list) else None
     return facts
 
 

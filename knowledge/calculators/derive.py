@@ -24,7 +24,13 @@ from knowledge.calculators.medications import (
     strong_cyp3a4_inducers,
     strong_cyp3a4_inhibitors,
 )
-from knowledge.calculators.patient import early_relapse, frailty, months_to_relapse, prior_regimens
+from knowledge.calculators.patient import (
+    early_relapse,
+    frailty,
+    months_to_relapse,
+    prior_regimens,
+    treatment_line,
+)
 from knowledge.calculators.preferences import declines, wants
 from knowledge.calculators.renal import (
     carboplatin_auc5_mg,
@@ -74,6 +80,7 @@ PATIENT: Final[dict[str, Calculator]] = {
     "months_to_relapse": months_to_relapse,
     "prior_regimens": prior_regimens,
     "early_relapse": early_relapse,
+    "line": treatment_line,
 }
 
 _COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}

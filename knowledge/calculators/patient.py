@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -141,3 +142,60 @@ def early_relapse(case: Mapping[str, Any]) -> CalcResult:
     sign = "<" if early else ">="
     detail = f"{label}: relapse {months:g} months after the end ({sign} {EARLY_RELAPSE_MONTHS})"
     return inputs.result(name, early, PRIOR_THERAPY_SOURCE, detail)
+
+
+LINE_SOURCE: Final = (
+    "Line of systemic therapy: one more than the prior therapies that included systemic "
+    "treatment. Surgery, local ablation, embolisation (TACE/TARE), radiotherapy and "
+    "transplantation alone are local therapies and start no line (the convention of the "
+    "treatment-line definitions in NCCN and ESMO guidelines: e.g. BCLC 2022 first-line systemic "
+    "therapy after prior resection or TACE; ASCT consolidation belongs to its salvage line)."
+)
+
+# Named systemic agents and regimens (suffixes of drug classes, common regimen acronyms).
+_SYSTEMIC: Final = re.compile(
+    r"\w+(?:mab|nib|platin|taxel|rubicin|ciclib|parib|lisib|zomib|mustine|fosfamide|citabine|"
+    r"trexed|relbine|poside|tecan|mide|leucel)\b"
+    r"|\bchemo\w*|\bimmuno\w*|\bendocrine\b|\bhormon\w*|\bsystemic\b|\bcar[-\s]?t\b"
+    r"|\btamoxifen\b|\bletrozole\b|\banastrozole\b|\bexemestane\b|\bfulvestrant\b"
+    r"|\bcyclophosphamide\b|\bfluorouracil\b|\b5-?fu\b|\bchlorambucil\b|\bvincristine\b"
+    r"|\bprednis\w*|\bmethotrexate\b|\bbevacizumab\b|\bsorafenib\b"
+    r"|\b(?:r-?)?(?:chop|cvp|ice|dhap|dhax|gdp|gemox|abvd|beacopp|bendamustine|br|pola-?r-?chp)\b"
+    r"|\b(?:folfox|folfiri|folfirinox|capox|xelox|ac|ec|tc|tch|tchp|cmf|fec|ddac|ac-t|ec-t)\b",
+    re.IGNORECASE,
+)
+# Local treatments: any of these alone is not a line of systemic therapy.
+_LOCAL: Final = re.compile(
+    r"\bresect\w*|\w*ectomy\b|\bsurg\w*|\boperat\w*|\bexcision\b|\bablat\w*|\bradiofrequency\b"
+    r"|\brfa\b|\bmwa\b|\bmicrowave\b|\bcryo\w*|\b(?:de-?)?tace\b|\btare\b|\bsirt\b|\by-?90\b"
+    r"|\bemboli[sz]\w*|\bradioemboli\w*|\bradio\s?therap\w*|\bradiation\b|\birradiation\b"
+    r"|\bisrt\b|\binrt\b|\bsbrt\b|\bsabr\b|\bstereotactic\b|\bbrachytherapy\b|\bgy\b"
+    r"|\btransplant\w*|\basct\b|\blumpectomy\b|\bpercutaneous\b",
+    re.IGNORECASE,
+)
+
+
+def _starts_a_line(regimen: object) -> bool:
+    """Whether a prior therapy counts as a line of systemic therapy. Unreadable or missing
+    regimens count (the cautious reading); only a recognisably local-only one does not."""
+    if not isinstance(regimen, str) or not regimen.strip():
+        return True
+    return bool(_SYSTEMIC.search(regimen)) or not _LOCAL.search(regimen)
+
+
+def treatment_line(case: Mapping[str, Any]) -> CalcResult:
+    """The line of systemic therapy the case is being planned for: 1 + the prior therapies
+    that included systemic treatment (None when prior therapies are not recorded)."""
+    name = "line"
+    inputs = Inputs(case)
+    therapies = _therapies(case)
+    if therapies is None:
+        inputs.missing.append("diagnosis.prior_therapies")
+        return inputs.result(name, None, LINE_SOURCE)
+    systemic = [t for t in therapies if _starts_a_line(t.get("regimen"))]
+    inputs.used["diagnosis.prior_therapies"] = len(therapies)
+    local = len(therapies) - len(systemic)
+    detail = f"{len(systemic)} prior systemic therapies"
+    if local:
+        detail += f"; {local} local therapies (surgery, ablation, radiotherapy ...) not counted"
+    return inputs.result(name, len(systemic) + 1, LINE_SOURCE, detail)

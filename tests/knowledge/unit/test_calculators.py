@@ -1133,6 +1133,7 @@ COMMON_FACTS = {
     "months_to_relapse",
     "prior_regimens",
     "early_relapse",
+    "line",
 }
 
 

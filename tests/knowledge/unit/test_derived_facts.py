@@ -21,7 +21,13 @@ from knowledge.calculators.medications import (
     strong_cyp3a4_inducers,
     strong_cyp3a4_inhibitors,
 )
-from knowledge.calculators.patient import early_relapse, frailty, months_to_relapse, prior_regimens
+from knowledge.calculators.patient import (
+    early_relapse,
+    frailty,
+    months_to_relapse,
+    prior_regimens,
+    treatment_line,
+)
 from knowledge.calculators.renal import calvert_dose_mg, carboplatin_auc5_mg, carboplatin_auc6_mg
 from knowledge.calculators.transplant import within_milan, within_ucsf, within_up_to_7
 
@@ -258,6 +264,32 @@ def test_prior_therapy_facts() -> None:
     assert prior_regimens(c).value == ["r-chop x6", "r-gdp"]
     assert months_to_relapse(c).value == 7  # the most recent line (2)
     assert early_relapse(c).value is True  # 7 < 12
+
+
+@pytest.mark.parametrize(
+    ("regimens", "line"),
+    [
+        ([], 1),
+        (["R-CHOP x6"], 2),
+        (["R-CHOP x6 + ISRT 30 Gy", "R-ICE then BEAM-ASCT"], 3),
+        # local therapies alone start no line: first-line systemic therapy after them
+        (["right hepatectomy", "radiofrequency ablation", "conventional TACE x2"], 1),
+        (["liver transplantation"], 1),
+        (["lobectomy", "adjuvant cisplatin-vinorelbine x4"], 2),
+        (["lumpectomy and whole-breast radiotherapy 40 Gy", "letrozole 5 years"], 2),
+        (["atezolizumab + bevacizumab x12", "SBRT to a bone metastasis"], 2),
+        # what cannot be read counts as a line (the cautious reading)
+        (["trial drug XY-123"], 2),
+    ],
+)
+def test_treatment_line_counts_systemic_therapies_only(regimens: list[str], line: int) -> None:
+    c = prior(*({"regimen": r} for r in regimens))
+    assert treatment_line(c).value == line
+
+
+def test_treatment_line_unknown_without_prior_therapies() -> None:
+    assert treatment_line(case("hcc")).value is None
+    assert "diagnosis.prior_therapies" in treatment_line(case("hcc")).inputs_missing
 
 
 def test_early_relapse_rules() -> None:
