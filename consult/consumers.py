@@ -37,7 +37,8 @@ MESSAGE_BURST = 20
 CLOSE_POLICY_VIOLATION = 1008
 
 
-# How often a live board socket re-checks that its user may still watch the consultation.
+# How often a live board socket re-checks, before a server push, that its user may still
+# watch the consultation. A message from the client is always checked against the database.
 REAUTHORISE_S = 5.0
 
 
@@ -170,11 +171,14 @@ class BoardConsumer(_RateLimited, AsyncWebsocketConsumer):
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
-    async def _still_allowed(self) -> bool:
-        """Authorisation is re-checked while the socket lives (at most every
-        REAUTHORISE_S): a clinician removed from the team, or deactivated, stops receiving
-        the board and the socket closes as a refusal."""
-        if time.monotonic() - self.checked_at < REAUTHORISE_S:
+    async def _still_allowed(self, *, fresh: bool = False) -> bool:
+        """Authorisation is re-checked while the socket lives: against the database on
+        every message the client sends (``fresh``: a page sends one resume per reconnect,
+        and a flood is closed before it gets here), and at most every REAUTHORISE_S before
+        the server's pushes, which come with every event and token of a run. A clinician
+        removed from the team, or deactivated, stops receiving the board and the socket
+        closes as a refusal."""
+        if not fresh and time.monotonic() - self.checked_at < REAUTHORISE_S:
             return True
         user = self.scope.get("user")
         allowed = bool(
@@ -195,7 +199,7 @@ class BoardConsumer(_RateLimited, AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if await self._flooding():
             return
-        if not await self._still_allowed():
+        if not await self._still_allowed(fresh=True):
             return
         after = _resume_after(text_data)
         if after is None:

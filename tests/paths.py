@@ -1,11 +1,14 @@
-"""Where tests find the repository and the shared evaluation cases (``../shared`` beside it)."""
+"""Where tests find the repository and the shared evaluation cases (``../shared`` beside it,
+or the folder MDTBOARD_SHARED_DIR names: a git worktree elsewhere has no shared/ beside it)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PUBLIC_CASES = REPO.parent / "shared" / "cases" / "public"
+SHARED = Path(os.environ.get("MDTBOARD_SHARED_DIR") or REPO.parent / "shared")
+PUBLIC_CASES = SHARED / "cases" / "public"
 
 
 def public_case_files() -> list[Path]:

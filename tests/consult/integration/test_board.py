@@ -220,6 +220,38 @@ async def test_board_socket_stops_streaming_to_a_clinician_removed_from_the_team
     await communicator.disconnect()  # the consumer leaves its group; no task outlives the test
 
 
+@pytest.fixture
+def queued(clinician: Any, team: Any) -> Any:
+    # Not run: enough for a socket to connect to when no event needs to come back.
+    dossier = submitted(clinician, team, "pub-hcc-03.json")
+    return consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+
+
+async def test_board_socket_refuses_the_next_resume_of_a_clinician_removed_from_the_team(
+    queued: Any, colleague: Any, team: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a colleague watching a board whose pushes re-check authorisation only hourly
+    from consult import consumers
+
+    monkeypatch.setattr(consumers, "REAUTHORISE_S", 3600.0)
+    communicator, (connected, _) = await _connect(colleague, queued.pk)
+    assert connected
+    await communicator.send_json_to({"type": "resume", "after": 0})
+    assert await communicator.receive_nothing(timeout=0.3)  # still open; no events yet
+    # when an administrator removes them from the team
+    await colleague.teams.aremove(team)
+    # then the next resume they send is checked against the database and refused at once
+    await communicator.send_json_to({"type": "resume", "after": 0})
+    assert await communicator.receive_output(timeout=10) == {
+        "type": "websocket.close",
+        "code": 4403,
+    }
+    assert await AuditEvent.objects.filter(
+        action="ws.subscribe_denied", object_id=str(queued.pk)
+    ).aexists()
+    await communicator.disconnect()
+
+
 async def test_board_socket_subscription_is_audited(finished: Any, colleague: Any) -> None:
     communicator, (connected, _) = await _connect(colleague, finished.pk)
     try:

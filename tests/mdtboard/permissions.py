@@ -1,0 +1,102 @@
+"""Who may do what: the explicit allow/deny table of every route and WebSocket.
+
+tests/mdtboard/views/test_permission_table.py walks the URL conf and checks every row with
+every role; tests/mdtboard/integration/test_socket_permission_table.py does the same for the
+WebSocket routes. A route without a row fails the test: add it here, with what each role
+must get. Review a change to this file like a change to the views it describes.
+
+Outcomes:
+  allow  - 2xx, or a redirect to a page of the app (not the login page); 422 counts too: the
+           form was judged on its content, so the user was let in
+  login  - a redirect to the login page (nobody is signed in)
+  deny   - 403: the user's role may not use the route
+  hidden - 404: the object belongs to another team, and must look absent
+
+Each row gives, per HTTP method the view accepts, one outcome per role in ROLES order. A
+method without a row must be refused (405) even to an administrator.
+"""
+
+from __future__ import annotations
+
+ALLOW, LOGIN, DENY, HIDDEN = "allow", "login", "deny", "hidden"
+UNLISTED_METHOD = "method not allowed"
+METHODS = ("GET", "POST")
+
+# team-clinician: a clinician of the team that owns the patient, dossier, consultation, plan.
+# other-team-clinician: a clinician of another team. admin: an administrator (sees all teams).
+ROLES = ("anonymous", "team-clinician", "other-team-clinician", "rater", "curator", "admin")
+
+A, L, D, H = ALLOW, LOGIN, DENY, HIDDEN
+
+# Parts of the URL conf that are not ours to tabulate, by namespace or included module.
+SKIPPED: dict[str, str] = {
+    "allauth.urls": (
+        "allauth's own login, logout, password, e-mail and two-factor pages: public or "
+        "login-only by allauth's design (tests/mdtboard/views/test_access.py checks that "
+        "every one of them but the public ones sends a visitor to the login page)"
+    ),
+    "admin": (
+        "the Django admin's internals (model pages, jsi18n, autocomplete, its own login): "
+        "all behind admin_view's staff check, which the admin:index row covers"
+    ),
+}
+
+Row = dict[str, tuple[str, str, str, str, str, str]]
+
+TABLE: dict[str, Row] = {
+    # route name                        anonymous team  other rater curator admin
+    # --- core --------------------------------------------------------------------------------
+    "core:home": {"GET": (L, A, A, A, A, A)},
+    "core:healthz": {"GET": (A, A, A, A, A, A)},  # for load balancers: no login
+    # --- intake: patients and dossiers (clinicians of the team, and administrators) ----------
+    "consult:patient-list": {"GET": (L, A, A, D, D, A)},  # lists only the user's teams
+    "consult:dossier-list": {"GET": (L, A, A, D, D, A)},  # lists only the user's teams
+    "consult:dossier-create": {"GET": (L, A, A, D, D, A), "POST": (L, A, A, D, D, A)},
+    "consult:dossier-import": {"GET": (L, A, A, D, D, A), "POST": (L, A, A, D, D, A)},
+    "consult:dossier-detail": {"GET": (L, A, H, D, D, A)},
+    "consult:dossier-edit": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
+    "consult:dossier-check-field": {"POST": (L, A, H, D, D, A)},
+    "consult:dossier-submit": {"POST": (L, A, H, D, D, A)},
+    "consult:dossier-export": {"GET": (L, A, H, D, D, A)},
+    "consult:case-schema": {"GET": (A, A, A, A, A, A)},  # the published format: public
+    # --- consultations and plans -------------------------------------------------------------
+    "consult:consultation-start": {"POST": (L, A, H, D, D, A)},
+    "consult:consultation-board": {"GET": (L, A, H, D, D, A)},
+    "consult:consultation-cancel": {"POST": (L, A, H, D, D, A)},
+    "consult:plan-detail": {"GET": (L, A, H, D, D, A)},
+    "consult:plan-json": {"GET": (L, A, H, D, D, A)},
+    # --- knowledge base (curators and administrators) ----------------------------------------
+    # A cited guideline version is evidence on the board: every clinical role may read it.
+    "knowledge:evidence": {"GET": (L, A, A, D, A, A)},
+    "knowledge:unit-list": {"GET": (L, D, D, D, A, A)},
+    "knowledge:unit-create": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
+    "knowledge:unit-detail": {"GET": (L, D, D, D, A, A)},
+    "knowledge:unit-edit": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
+    "knowledge:unit-diff": {"GET": (L, D, D, D, A, A)},
+    "knowledge:version-submit": {"POST": (L, D, D, D, A, A)},
+    "knowledge:version-publish": {"POST": (L, D, D, D, A, A)},
+    "knowledge:version-hotfix": {"POST": (L, D, D, D, A, A)},
+    "knowledge:version-retire": {"POST": (L, D, D, D, A, A)},
+    "knowledge:review-queue": {"GET": (L, D, D, D, A, A)},
+    "knowledge:source-list": {"GET": (L, D, D, D, A, A)},
+    "knowledge:source-create": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
+    "knowledge:source-edit": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
+    "knowledge:bundle": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
+    "knowledge:bundle-export-json": {"GET": (L, D, D, D, A, A)},
+    "knowledge:bundle-export-yaml": {"GET": (L, D, D, D, A, A)},
+    "knowledge:diagnostics": {"GET": (L, D, D, D, A, A)},
+    "knowledge:ingest": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
+    "knowledge:ingest-draft": {"POST": (L, D, D, D, A, A)},
+    # --- accounts (ours; allauth's are skipped above) ----------------------------------------
+    "accounts:invite": {"GET": (L, D, D, D, D, A), "POST": (L, D, D, D, D, A)},
+    "accounts:email": {"GET": (L, A, A, A, A, A), "POST": (L, A, A, A, A, A)},
+    # --- the Django admin: staff (administrators) only ---------------------------------------
+    "admin:index": {"GET": (L, D, D, D, D, A), "POST": (L, D, D, D, D, A)},
+}
+
+# The WebSocket routes of mdtboard/routing.py: accepted (allow) or closed at connect (deny).
+SOCKETS: dict[str, tuple[str, str, str, str, str, str]] = {
+    # path                             anonymous team  other rater curator admin
+    "ws/notifications/": (D, A, A, A, A, A),  # each user's own notices
+    "ws/consultations/<int:pk>/": (D, A, D, D, D, A),  # the live board: as its page
+}
