@@ -36,6 +36,7 @@ DECLINE_TOPICS: Final = (
     "immunotherapy",
     "endocrine_therapy",
     "transplant",
+    "cellular_therapy",
     "transfusion",
     "intravenous_therapy",
     "hospitalisation",
@@ -126,6 +127,13 @@ _TOPICS: Final[tuple[_Topic, ...]] = (
         r"treatments|pills|tablets|blockade)\b|\btamoxifen\b|\baromatase\s+inhibitors?\b"
         r"|\bletrozole\b|\banastrozole\b|\bexemestane\b",
         ("endocrine_therapy",),
+        "decline",
+    ),
+    _t(
+        r"\bcar[-\s]?t\b(?:[-\s]cells?)?(?:\s+(?:cell\s+)?therap(?:y|ies))?"
+        r"|\bchimeric\s+antigen\s+receptor\w*(?:\s+t[-\s]cells?)?(?:\s+therap(?:y|ies))?"
+        r"|\bcellular\s+therap(?:y|ies)\b|\b(?:axi|liso|tisa)-?cel\b",
+        ("cellular_therapy",),
         "decline",
     ),
     _t(r"\btransplant\w*", ("transplant",), "decline"),

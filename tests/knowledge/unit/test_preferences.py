@@ -47,6 +47,10 @@ def _case(preferences: Any) -> dict[str, Any]:
         ("Does not wish to be admitted to hospital.", ["hospitalisation"], []),
         ("Is against hormone therapy.", ["endocrine_therapy"], []),
         ("Would not accept a liver transplant.", ["transplant"], []),
+        ("Does not want CAR-T.", ["cellular_therapy"], []),
+        ("Declines CAR T-cell therapy but would accept a transplant.", ["cellular_therapy"], []),
+        ("Refuses chimeric antigen receptor T-cell therapy.", ["cellular_therapy"], []),
+        ("Open to CAR-T if needed.", [], []),
         ("Declines chemoradiotherapy.", ["chemotherapy", "radiotherapy"], []),
         # not declines: acceptance and double negatives
         ("Would accept surgery.", [], []),
