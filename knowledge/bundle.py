@@ -256,6 +256,9 @@ class TherapyAction(_Strict):
     chosen instead of the preferred one. ``declined_if``: preference topics that take the
     option out of the pathway when the patient declines them. ``dose_adjustments``: a
     reduced-dose regimen says how; it is its own plan item, never merged into the full dose.
+    ``interchangeable``: groups of ``agents`` of which any one will do ("R-ICE, R-DHAP or
+    R-GDP": cisplatin or carboplatin); a contraindication to one withdraws it and the regimen
+    stays with the others, instead of the whole option leaving the plan.
     """
 
     type: Literal["therapy"] = "therapy"
@@ -269,11 +272,22 @@ class TherapyAction(_Strict):
     when: Annotated[str, Field(max_length=300)] = ""
     declined_if: tuple[Literal[PREFERENCE_TOPICS], ...] = ()  # type: ignore[valid-type]
     dose_adjustments: tuple[Annotated[str, Field(min_length=3, max_length=300)], ...] = ()
+    interchangeable: tuple[tuple[str, ...], ...] = ()
 
     @model_validator(mode="after")
     def _with_modalities_for_adjuncts(self) -> TherapyAction:
         if self.with_modalities and self.role != "adjunct":
             raise ValueError("with_modalities is for adjuncts (role: adjunct)")
+        return self
+
+    @model_validator(mode="after")
+    def _interchangeable_agents_of_the_regimen(self) -> TherapyAction:
+        for group in self.interchangeable:
+            if len(set(group)) < 2:
+                raise ValueError("an interchangeable group names at least two agents")
+            unknown = [a for a in group if a not in self.agents]
+            if unknown:
+                raise ValueError(f"interchangeable agents not in agents: {', '.join(unknown)}")
         return self
 
 

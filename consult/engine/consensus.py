@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from consult.engine.matching import SEVERITY_RISK, drug_key, targets, vetoes
+from consult.engine.matching import SEVERITY_RISK, drug_key, substitution, targets, vetoes
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import (
     ConflictRecord,
@@ -150,7 +150,13 @@ def weighted_consensus(
         score = numerator / denominator if denominator else 0.0
         support[description] = round(score, 3)
         restrictions = _restrictions(safety_evidence, component)
-        vetoing = [(u, hit) for u, hit in restrictions if vetoes(u.action)]
+        # A veto of an agent with an interchangeable partner (cisplatin -> carboplatin) is the
+        # safety gate's to apply: it withdraws the agent and keeps the item.
+        vetoing = [
+            (u, hit)
+            for u, hit in restrictions
+            if vetoes(u.action) and substitution(component, hit) is None
+        ]
         if vetoing:
             unit, hit = vetoing[0]
             reason = f"{unit.title}: {unit.action.get('advice', '')} ({unit.unit_id})"

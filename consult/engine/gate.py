@@ -3,7 +3,9 @@
 Every published contraindication, interaction and organ-function gate of the case's cancer
 type is checked against the plan items (pathway and alternatives). When a rule fires: a
 critical or major "remove" takes the item out of the pathway and every alternative, and the
-next safe option becomes the pathway; a "condition" that ``demotes`` puts the item behind
+next safe option becomes the pathway (unless the agent it names has an interchangeable
+partner in the regimen, cisplatin -> carboplatin: then only that agent is withdrawn and the
+item stays, saying so); a "condition" that ``demotes`` puts the item behind
 every option that is not blocked; a plain "condition" stays attached as a precondition; an
 "adjust" adds the dose adjustment (with its calculated value); a "flag" warns. Each decision
 leaves a conflict record with the safety-first rationale. A rule whose inputs are missing
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from consult.engine.consensus import conflict_record
-from consult.engine.matching import SEVERITY_RISK, targets, vetoes
+from consult.engine.matching import SEVERITY_RISK, norm_name, substitution, targets, vetoes
 from consult.engine.pathway import arrange
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import (
@@ -83,6 +85,8 @@ def safety_gate(
     items = [c.model_copy(deep=True) for c in components]
     removed: dict[str, str] = {}
     demoted: dict[str, str] = {}
+    # Agents the gate withdrew from an item whose interchangeable partner took their place.
+    withdrawn: dict[int, set[str]] = {}
     conditions: dict[str, list[str]] = {}
     for unit in sorted(safety_units, key=lambda u: u.unit_id):
         action = unit.action
@@ -90,7 +94,10 @@ def safety_gate(
         effect = str(action.get("effect") or "flag")
         severity = str(action.get("severity") or "major")
         advice = str(action.get("advice") or "")
-        hits = {i: targets(action, c) for i, c in enumerate(items)}
+        hits = {
+            i: [n for n in targets(action, c) if norm_name(n) not in withdrawn.get(i, set())]
+            for i, c in enumerate(items)
+        }
         hits = {i: h for i, h in hits.items() if h}
         earlier = {c.description: targets(action, c) for c in ruled_out}
         earlier = {d: h for d, h in earlier.items() if h}
@@ -143,10 +150,35 @@ def safety_gate(
         )
         status = "fail"
         if vetoes(action) and hits:
+            substituted_only = True
             for index, names in hits.items():
                 description = items[index].description
                 if description in removed:
                     continue
+                withdraw = substitution(items[index], names)
+                if withdraw is not None:
+                    item = items[index]
+                    item.agents = [a for a in item.agents if a not in withdraw]
+                    item.interchangeable = [
+                        [a for a in group if a not in withdraw] for group in item.interchangeable
+                    ]
+                    withdrawn.setdefault(index, set()).update(norm_name(n) for n in names)
+                    item.dose_adjustments.append(
+                        f"Without {', '.join(withdraw)}: {advice} ({unit.unit_id})"
+                    )
+                    outcome.conflicts.append(
+                        conflict_record(
+                            between=["treatment", "safety"],
+                            semantic=0.5,
+                            risk=SEVERITY_RISK.get(severity, 0.7),
+                            implementation=0.5,
+                            resolution=f"Safety gate withdrew {', '.join(withdraw)} from "
+                            f"{description}: {severity} {unit.kind} {unit.unit_id}; the "
+                            "interchangeable agent of the regimen takes its place.",
+                        )
+                    )
+                    continue
+                substituted_only = False
                 removed[description] = f"{unit.title}: {advice} ({unit.unit_id})"
                 outcome.conflicts.append(
                     conflict_record(
@@ -159,6 +191,8 @@ def safety_gate(
                         "efficacy; the next safe option takes its place.",
                     )
                 )
+            if substituted_only:
+                status = "pass"  # the plan keeps every item, each without the agent
         elif hits and effect in ("remove", "condition"):
             for index in hits:
                 description = items[index].description

@@ -19,7 +19,7 @@ from consult.engine.context import (
     Triage,
     VoteInput,
 )
-from consult.engine.matching import drug_key, targets, vetoes
+from consult.engine.matching import drug_key, substitution, targets, vetoes
 from consult.engine.pathway import arrange, is_adjunct
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import (
@@ -230,6 +230,7 @@ def component_from_unit(unit: Evidence, labels: Mapping[str, str]) -> ProposedCo
         preference=int(action.get("preference") or 5),
         with_modalities=list(action.get("with_modalities") or []),
         declined_if=list(action.get("declined_if") or []),
+        interchangeable=[[str(a) for a in group] for group in action.get("interchangeable") or []],
         dose_adjustments=[str(d) for d in action.get("dose_adjustments") or []],
         when=str(action.get("when") or ""),
         rationale=rationale(unit, labels),
@@ -452,7 +453,7 @@ def restrictions(
             if not targets(action, component):
                 continue
             reason = f"{unit.title}: {action.get('advice', '')} ({unit.unit_id})"
-            if vetoes(action):
+            if vetoes(action) and substitution(component, targets(action, component)) is None:
                 remove.setdefault(component.description, reason)
             elif action.get("demotes") and component.role == "primary":
                 demote.setdefault(component.description, str(action.get("advice") or unit.title))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from consult.engine.schemas import ProposedComponent
@@ -58,3 +58,36 @@ def targets(action: Mapping[str, Any], component: ProposedComponent) -> list[str
     if component.modality in (action.get("modalities") or []):
         matched.append(component.modality)
     return matched
+
+
+def norm_name(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _names_agent(rule_name: str, agent: str) -> bool:
+    wanted, name = norm_name(rule_name), norm_name(agent)
+    return bool(wanted) and (wanted in name or (len(name) > 3 and name in wanted))
+
+
+def substitution(component: ProposedComponent, names: Sequence[str]) -> list[str] | None:
+    """The agents to withdraw when every agent the rule names has an interchangeable partner
+    the rule leaves alone (cisplatin -> carboplatin); None when the whole item must go."""
+    if component.modality in names:
+        return None
+    withdraw: list[str] = []
+    for name in names:
+        matched = [a for a in component.agents if _names_agent(name, a)]
+        if not matched:
+            return None  # named only in the description: nothing to withdraw it from
+        withdraw.extend(a for a in matched if a not in withdraw)
+    for agent in withdraw:
+        partners = [
+            other
+            for group in component.interchangeable
+            if agent in group
+            for other in group
+            if other not in withdraw
+        ]
+        if not partners:
+            return None
+    return withdraw

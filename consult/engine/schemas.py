@@ -86,6 +86,11 @@ class ProposedComponent(_Model):
         default_factory=list,
         description="Preference topics that take this option out of the pathway if declined.",
     )
+    interchangeable: list[list[str]] = Field(
+        default_factory=list,
+        description="Groups of agents of which any one will do (cisplatin or carboplatin): a "
+        "contraindication to one leaves the others in place of the whole regimen.",
+    )
     rationale: list[str] = Field(
         default_factory=list, description="Patient facts that made it apply."
     )

@@ -385,3 +385,55 @@ def test_a_conflict_standing_for_several_rounds_is_recorded_once(
     records = [c.model_dump_json() for c in plan.conflicts]
     assert len(records) == len(set(records))
     assert sum(1 for c in plan.conflicts if c.model_dump() == vetoed[0]) == 1
+
+
+# --- interchangeable agents ----------------------------------------------------------------------
+def _salvage(*interchangeable: list[str]) -> ProposedComponent:
+    return ProposedComponent(
+        modality="systemic",
+        description="Salvage R-ICE, R-DHAP or R-GDP, then autologous transplant",
+        agents=["rituximab", "ifosfamide", "carboplatin", "cytarabine", "cisplatin"],
+        interchangeable=[list(g) for g in interchangeable],
+    )
+
+
+def test_a_veto_of_an_agent_with_an_interchangeable_partner_withdraws_only_that_agent() -> None:
+    # given a salvage regimen in which cisplatin or carboplatin will do, and CrCl < 60
+    renal = safety_rule(
+        "x.ci.cisplatin",
+        agents=["cisplatin"],
+        severity="major",
+        effect="remove",
+        advice="no cisplatin; use carboplatin",
+    )
+    outcome = safety_gate([_salvage(["carboplatin", "cisplatin"])], [renal])
+    # then the regimen stays in the pathway without cisplatin, and says so
+    [item] = outcome.components
+    assert item.role == "primary"
+    assert "cisplatin" not in item.agents
+    assert "carboplatin" in item.agents
+    assert any(d.startswith("Without cisplatin: no cisplatin") for d in item.dose_adjustments)
+    assert outcome.rejected == []
+    assert {g.unit: g.status for g in outcome.gates} == {"x.ci.cisplatin": "pass"}
+    # and neither the Safety member's review nor the consensus removes it either
+    remove, _, _ = guideline.restrictions([renal], [_salvage(["carboplatin", "cisplatin"])])
+    assert remove == {}
+
+
+def test_a_veto_removes_the_item_when_no_interchangeable_partner_is_left() -> None:
+    renal = safety_rule(
+        "x.ci.cisplatin", agents=["cisplatin"], severity="major", effect="remove", advice="no"
+    )
+    both = safety_rule(
+        "x.ci.platinum",
+        agents=["carboplatin"],
+        severity="critical",
+        effect="remove",
+        advice="platinum allergy",
+    )
+    # without a declared partner the whole regimen goes, as before
+    assert safety_gate([_salvage()], [renal]).components == []
+    # with one, a second rule against the partner takes the regimen out after all
+    outcome = safety_gate([_salvage(["carboplatin", "cisplatin"])], [renal, both])
+    assert outcome.components == []
+    assert [r.option for r in outcome.rejected] == [_salvage().description]

@@ -176,3 +176,21 @@ def test_finite_numbers_in_conditions_still_parse() -> None:
     assert not errors
     assert parsed is not None
     assert parsed.units[0].context.all[0].value == 400.5
+
+
+def test_interchangeable_agents_must_be_agents_of_the_regimen() -> None:
+    from pydantic import ValidationError
+
+    from knowledge.bundle import TherapyAction
+
+    base = {"modality": "systemic", "description": "R-ICE or R-GDP", "intent": "curative"}
+    ok = TherapyAction(
+        **base, agents=("carboplatin", "cisplatin"), interchangeable=(("carboplatin", "cisplatin"),)
+    )
+    assert ok.interchangeable == (("carboplatin", "cisplatin"),)
+    with pytest.raises(ValidationError, match="not in agents: oxaliplatin"):
+        TherapyAction(
+            **base, agents=("cisplatin",), interchangeable=(("cisplatin", "oxaliplatin"),)
+        )
+    with pytest.raises(ValidationError, match="at least two"):
+        TherapyAction(**base, agents=("cisplatin",), interchangeable=(("cisplatin",),))
