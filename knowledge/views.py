@@ -64,7 +64,7 @@ from knowledge.services import (
     version_retire,
     version_submit,
 )
-from mdtboard.accounts.roles import Role, has_role, role_required
+from mdtboard.accounts.roles import Role, has_role, is_admin, role_required
 from mdtboard.core.http import AuthedRequest
 
 CURATORS = (Role.CURATOR, Role.ADMIN)
@@ -233,7 +233,7 @@ def unit_detail(request: AuthedRequest, key: str) -> HttpResponse:
         "versions": versions,
         "published": published,
         "shown": _content_view(shown),
-        "is_admin": has_role(request.user, Role.ADMIN),
+        "is_admin": is_admin(request.user),
         "hotfix_allowed": hotfix_allowed_kind(actor=request.user, kind=versions[0].unit.kind),
         "newest_published": newest_published_number(versions),
     }

@@ -140,7 +140,7 @@ def test_curator_pages_send_anonymous_visitors_to_login(client: Any, draft: Unit
         assert response["Location"].startswith(reverse("account_login")), url
 
 
-@pytest.mark.parametrize("persona", ["curator", "admin_user"])
+@pytest.mark.parametrize("persona", ["curator", "admin_user", "group_admin"])
 def test_curator_pages_open_for_curators_and_admins(
     client: Any, draft: UnitVersion, persona: str, request: Any
 ) -> None:
