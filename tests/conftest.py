@@ -70,6 +70,13 @@ def finished(clinician: Any, team: Any) -> Any:
     return consultation
 
 
+# --- htmx requests -------------------------------------------------------------------------------
+# An ordinary htmx request (it swaps a fragment), and the one htmx 2 sends when the Back button
+# reaches a page missing from its history cache (it replaces the whole page).
+HTMX = {"HX-Request": "true"}
+HISTORY_RESTORE = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
+
+
 # --- personas -----------------------------------------------------------------------------------
 PASSWORD = "correct horse battery staple"
 
