@@ -19,7 +19,7 @@ from consult.models import (
 )
 from consult.services.consultations import LEASE, LEASE_STALE_AFTER, QUEUED_STALE_AFTER
 from mdtboard.accounts.models import Team
-from mdtboard.accounts.roles import Role, has_role
+from mdtboard.accounts.roles import Role, has_role, is_admin
 
 
 def _require_clinical_role(user: Any) -> None:
@@ -29,7 +29,7 @@ def _require_clinical_role(user: Any) -> None:
 
 
 def teams_for(*, user: Any) -> QuerySet[Team]:
-    if has_role(user, Role.ADMIN):
+    if is_admin(user):
         return Team.objects.all()
     return Team.objects.filter(members=user)
 
@@ -110,7 +110,7 @@ def consultation_can_cancel(*, user: Any, consultation_id: int) -> bool:
         .values_list("created_by_id", flat=True)
         .first()
     )
-    return bool(user.is_superuser or (started_by is not None and started_by == user.pk))
+    return is_admin(user) or (started_by is not None and started_by == user.pk)
 
 
 def consultation_events(

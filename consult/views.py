@@ -10,7 +10,6 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django.views.decorators.vary import vary_on_headers
 
 from consult import selectors
 from consult.board import build_board, event_dict
@@ -53,7 +52,7 @@ from consult.services.dossiers import (
 from knowledge.calculators import derive_all
 from mdtboard.accounts.roles import Role, role_required
 from mdtboard.audit.services import audit_record
-from mdtboard.core.http import AuthedRequest
+from mdtboard.core.http import AuthedRequest, vary_on_htmx, wants_fragment
 
 SECTION_LABELS = {s.key: s.label for s in SECTIONS}
 MAX_UPLOAD_FILES = 50
@@ -76,7 +75,7 @@ def patient_list(request: AuthedRequest) -> HttpResponse:
 
 
 @require_GET
-@vary_on_headers("HX-Request")
+@vary_on_htmx
 def dossier_list(request: AuthedRequest) -> HttpResponse:
     form = DossierFilterForm(request.GET or None)
     filters: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
@@ -90,7 +89,7 @@ def dossier_list(request: AuthedRequest) -> HttpResponse:
         patient_id=small_count(patient),
     )
     template = "consult/dossier_list.html"
-    if request.htmx:
+    if wants_fragment(request):
         template += "#dossier-table"
     return render(request, template, {"form": form, "dossiers": dossiers[:500]})
 
@@ -334,10 +333,10 @@ def consultation_start_view(request: AuthedRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-@vary_on_headers("HX-Request")
+@vary_on_htmx
 def consultation_board(request: AuthedRequest, pk: int) -> HttpResponse:
     consultation = selectors.consultation_get(user=request.user, pk=pk)
-    if not request.htmx:
+    if not wants_fragment(request):
         # The open board's status poll (every 15 s) is the same viewing, recorded once.
         audit_record(action="consultation.board.view", actor=request.user, obj=consultation)
     events = selectors.consultation_events(consultation=consultation)
@@ -352,7 +351,7 @@ def consultation_board(request: AuthedRequest, pk: int) -> HttpResponse:
         ),
         "worker_silent_s": selectors.consultation_worker_silence(consultation=consultation),
     }
-    if request.htmx:
+    if wants_fragment(request):
         # The status line polls: a dead worker sends no events, so only a poll can tell.
         return render(request, "consult/board/_status.html", context)
     return render(request, "consult/board.html", context)

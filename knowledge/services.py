@@ -43,7 +43,7 @@ from knowledge.models import (
     VersionStatus,
 )
 from knowledge.selectors import SAFETY_KINDS
-from mdtboard.accounts.roles import Role, has_role
+from mdtboard.accounts.roles import Role, has_role, is_admin
 from mdtboard.audit.services import audit_record
 
 
@@ -105,10 +105,10 @@ def hotfix_reason_error(reason: str) -> str | None:
 
 
 def hotfix_allowed_kind(*, actor: Any, kind: str) -> bool:
-    """Curators hot-fix safety units only; an administrator any kind. Administrators are
-    superusers who manage accounts (they could make a second curator): restricting them would
-    only stop their publishing bundle import, not protect anything."""
-    return kind in SAFETY_KINDS or has_role(actor, Role.ADMIN)
+    """Curators hot-fix safety units only; an administrator any kind. Administrators manage accounts
+    (they could make a second curator): restricting them would only stop their publishing
+    bundle import, not protect anything."""
+    return kind in SAFETY_KINDS or is_admin(actor)
 
 
 def _check_hotfix(*, actor: Any, version: UnitVersion, reason: str) -> None:
@@ -242,11 +242,7 @@ def version_submit(*, actor: Any, version: UnitVersion) -> UnitVersion:
     version = _locked(version)
     if version.status != VersionStatus.DRAFT:
         raise KnowledgeError(WRONG_STATUS.format(status=version.status, action="sent to review"))
-    if (
-        actor is not None
-        and version.author_id not in (None, actor.pk)
-        and not has_role(actor, Role.ADMIN)
-    ):
+    if actor is not None and version.author_id not in (None, actor.pk) and not is_admin(actor):
         raise KnowledgeError("Only the author (or an administrator) sends a draft to review.")
     version.status = VersionStatus.IN_REVIEW
     version.submitted_at = timezone.now()
@@ -281,7 +277,7 @@ def version_publish(
     else:
         own = version.author_id is not None and version.author_id == actor.pk
         if version.status == VersionStatus.DRAFT:
-            if not own and not has_role(actor, Role.ADMIN):
+            if not own and not is_admin(actor):
                 raise KnowledgeError(NOT_YOUR_DRAFT)
             _check_hotfix(actor=actor, version=version, reason=hotfix_reason)
             hotfix = True

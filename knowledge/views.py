@@ -15,7 +15,6 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django.views.decorators.vary import vary_on_headers
 
 from consult import selectors as consult_selectors
 from knowledge.embeddings import EmbeddingError
@@ -64,8 +63,8 @@ from knowledge.services import (
     version_retire,
     version_submit,
 )
-from mdtboard.accounts.roles import Role, has_role, role_required
-from mdtboard.core.http import AuthedRequest
+from mdtboard.accounts.roles import Role, has_role, is_admin, role_required
+from mdtboard.core.http import AuthedRequest, vary_on_htmx, wants_fragment
 
 CURATORS = (Role.CURATOR, Role.ADMIN)
 MAX_BUNDLE_BYTES = 20 * 1024 * 1024
@@ -205,7 +204,7 @@ def _back(request: AuthedRequest, version: UnitVersion) -> HttpResponse:
 
 @require_GET
 @role_required(*CURATORS)
-@vary_on_headers("HX-Request")
+@vary_on_htmx
 def unit_list(request: AuthedRequest) -> HttpResponse:
     form = UnitFilterForm(request.GET or None, sources=_source_choices())
     filters: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
@@ -217,7 +216,7 @@ def unit_list(request: AuthedRequest) -> HttpResponse:
         source=filters.get("source", ""),
     )
     template = "knowledge/unit_list.html"
-    if request.htmx:
+    if wants_fragment(request):
         template += "#unit-table"
     return render(request, template, {"form": form, "rows": rows[:MAX_LIST_ROWS]})
 
@@ -233,7 +232,7 @@ def unit_detail(request: AuthedRequest, key: str) -> HttpResponse:
         "versions": versions,
         "published": published,
         "shown": _content_view(shown),
-        "is_admin": has_role(request.user, Role.ADMIN),
+        "is_admin": is_admin(request.user),
         "hotfix_allowed": hotfix_allowed_kind(actor=request.user, kind=versions[0].unit.kind),
         "newest_published": newest_published_number(versions),
     }
@@ -506,7 +505,7 @@ def bundle_export_yaml(request: AuthedRequest) -> HttpResponse:
 
 @require_GET
 @role_required(*CURATORS)
-@vary_on_headers("HX-Request")
+@vary_on_htmx
 def diagnostics(request: AuthedRequest) -> HttpResponse:
     # A curator never opens a dossier: only a clinician or administrator is offered one.
     dossiers = None
@@ -542,7 +541,7 @@ def diagnostics(request: AuthedRequest) -> HttpResponse:
         "ranked": list(enumerate(hits, start=1)),
     }
     template = "knowledge/diagnostics.html"
-    if request.htmx:
+    if wants_fragment(request):
         template += "#diagnostics-panel"
     return render(request, template, context)
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
 from django.urls import include, path
 
-# The admin signs in through allauth too: one login page, with its rate limits and two-factor.
-admin.site.login = secure_admin_login(admin.site.login)  # type: ignore[method-assign]
+from mdtboard.accounts.admin import admin_site_has_permission, admin_site_login
+
+# The admin site is for the admin role, and its users sign in through allauth too.
+admin.site.has_permission = admin_site_has_permission  # type: ignore[method-assign]
+admin.site.login = admin_site_login(admin.site.login)  # type: ignore[method-assign]
 
 urlpatterns = [
     path("", include("mdtboard.core.urls")),

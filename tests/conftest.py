@@ -70,6 +70,13 @@ def finished(clinician: Any, team: Any) -> Any:
     return consultation
 
 
+# --- htmx requests -------------------------------------------------------------------------------
+# An ordinary htmx request (it swaps a fragment), and the one htmx 2 sends when the Back button
+# reaches a page missing from its history cache (it replaces the whole page).
+HTMX = {"HX-Request": "true"}
+HISTORY_RESTORE = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
+
+
 # --- personas -----------------------------------------------------------------------------------
 PASSWORD = "correct horse battery staple"
 
@@ -169,6 +176,23 @@ def curator(db: None) -> Any:
 @pytest.fixture
 def admin_user(db: None) -> Any:
     return make_user("admin", "admin@hospital.test", [])
+
+
+@pytest.fixture
+def group_admin(db: None) -> Any:
+    """An administrator by the role alone: put in the admin group (as through the Django
+    admin's user page), neither superuser nor staff."""
+    from mdtboard.accounts.models import User
+
+    user = make_user("admin", "group-admin@hospital.test", [])
+    User.objects.filter(pk=user.pk).update(is_superuser=False, is_staff=False)
+    return User.objects.get(pk=user.pk)
+
+
+@pytest.fixture(params=["admin_user", "group_admin"])
+def any_admin(request: pytest.FixtureRequest) -> Any:
+    """Each kind of administrator in turn: one notion of admin means they may do the same."""
+    return request.getfixturevalue(request.param)
 
 
 # --- real processes -----------------------------------------------------------------------------

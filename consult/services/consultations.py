@@ -41,6 +41,7 @@ from consult.models import (
 from consult.retrieval import DbRetriever
 from knowledge.applicability import case_facts
 from knowledge.calculators import derive_all, staging_summary
+from mdtboard.accounts.roles import is_admin
 from mdtboard.audit.hashing import payload_hash
 from mdtboard.audit.services import audit_record
 
@@ -157,7 +158,7 @@ def consultation_cancel(*, actor: Any, consultation: Consultation) -> Consultati
     consultation = Consultation.objects.select_for_update().get(pk=consultation.pk)
     if consultation.is_finished:
         raise ConsultationError(ALREADY_FINISHED)
-    if consultation.created_by_id != actor.pk and not actor.is_superuser:
+    if consultation.created_by_id != actor.pk and not is_admin(actor):
         raise ConsultationError(NOT_YOURS)
     consultation.cancel_requested = True
     fields = ["cancel_requested"]

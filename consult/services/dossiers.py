@@ -21,6 +21,7 @@ from consult.casefile.validate import (
 )
 from consult.models import DossierSnapshot, DossierStatus, LesionDossier, Patient
 from mdtboard.accounts.models import Team, User
+from mdtboard.accounts.roles import is_admin
 from mdtboard.audit.hashing import payload_hash as content_hash
 from mdtboard.audit.services import audit_record
 
@@ -48,7 +49,9 @@ NOT_IMPORTED_WITH_OTHERS = (
 
 
 def _check_member(actor: User, team: Team) -> None:
-    if not actor.is_superuser and not actor.teams.filter(pk=team.pk).exists():
+    # An administrator sees every team's cases (selectors.teams_for), so may file one for any
+    # team: a department's cases imported centrally, or a case for a team being set up.
+    if not is_admin(actor) and not actor.teams.filter(pk=team.pk).exists():
         raise DossierError(NOT_A_MEMBER)
 
 

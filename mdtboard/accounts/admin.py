@@ -1,9 +1,43 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
 
 from mdtboard.accounts.models import Team, User
+from mdtboard.accounts.roles import is_admin
+
+
+def admin_site_has_permission(request: HttpRequest) -> bool:
+    """Who may open the admin site: administrators (the role), not whoever has Django's
+    ``is_staff`` flag; inside it, each page still needs its model permission (the admin
+    group holds those of users, teams and the audit log)."""
+    return is_admin(request.user)
+
+
+def admin_site_login(login: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """The admin site's login page: everyone signs in through allauth (one login page, with its
+    rate limits and two-factor); a signed-in administrator goes on to the admin index and
+    anyone else signed in is refused. allauth's own guard asks ``is_staff``, which someone put
+    in the admin group does not have."""
+    secured = secure_admin_login(login)
+
+    @wraps(login)
+    def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return secured(request, *args, **kwargs)  # type: ignore[no-any-return]  # allauth is untyped
+        if not is_admin(request.user):
+            raise PermissionDenied
+        return redirect("admin:index")
+
+    return view
 
 
 @admin.register(User)

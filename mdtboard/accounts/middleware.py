@@ -17,6 +17,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from mdtboard.accounts.selectors import mfa_required_roles, user_must_set_up_mfa
 from mdtboard.accounts.services import session_expired_record
 from mdtboard.accounts.sessions import Expiry, session_expiry
+from mdtboard.core.http import wants_fragment
 
 MFA_REQUIRED_MESSAGE = (
     "Your role requires two-factor authentication. Set up an authenticator app to continue."
@@ -45,7 +46,7 @@ _MFA_SETUP_VIEWS = frozenset(
 
 def _wants_fragment_or_json(request: HttpRequest) -> bool:
     return (
-        request.headers.get("HX-Request") == "true"
+        wants_fragment(request)
         or "application/json" in request.headers.get("Accept", "")
         or request.content_type == "application/json"
     )
@@ -78,8 +79,9 @@ class SessionExpiryMiddleware:
                 minutes=self.idle_timeout // 60, hours=self.max_age / 3600
             ),
         )
-        if request.headers.get("HX-Request") == "true":
-            # A fragment request would swap the login page into the page: load it whole.
+        if wants_fragment(request):
+            # A fragment request would swap the login page into the page: load it whole. (A
+            # history restore takes the redirect below: htmx ignores HX-Redirect there.)
             return HttpResponseClientRedirect(resolve_url(settings.LOGIN_URL))
         if request.method == "GET":
             return redirect_to_login(request.get_full_path())
@@ -97,7 +99,7 @@ class MFARequiredMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if self._must_set_up(request):
             if _wants_fragment_or_json(request):
-                if request.headers.get("HX-Request") == "true":
+                if wants_fragment(request):
                     return HttpResponse(
                         MFA_REQUIRED_MESSAGE, status=403, content_type="text/plain; charset=utf-8"
                     )

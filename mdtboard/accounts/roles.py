@@ -66,6 +66,14 @@ def has_role(user: Any, *roles: Role) -> bool:
     return bool(roles_of(user) & set(roles))
 
 
+def is_admin(user: Any) -> bool:
+    """The one notion of administrator, for every permission decision: the user holds the
+    admin role (the "admin" group; a Django superuser holds it whatever their groups). Never
+    ask ``is_superuser`` or ``is_staff``: someone put in the admin group is neither, and must
+    be able to do all that an administrator created as a superuser can."""
+    return has_role(user, Role.ADMIN)
+
+
 F = TypeVar("F", bound=Callable[..., HttpResponse])
 
 

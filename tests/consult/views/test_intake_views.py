@@ -14,6 +14,7 @@ from consult.models import DossierStatus, LesionDossier
 from consult.services.consultations import consultation_start
 from consult.services.dossiers import case_import, dossier_submit
 from mdtboard.audit.models import AuditEvent
+from tests.conftest import HISTORY_RESTORE, HTMX
 from tests.paths import PUBLIC_CASES
 
 pytestmark = pytest.mark.django_db
@@ -95,6 +96,46 @@ def test_lists_show_only_the_teams_dossiers_and_filter(
     # htmx asks for the table only
     fragment = client.get(url, {"cancer_type": "hcc"}, headers={"HX-Request": "true"})
     assert fragment.content.decode().lstrip().startswith("<table")
+
+
+def test_dossier_list_back_button_gets_the_whole_page(
+    client: Any, dossier: LesionDossier, clinician: Any
+) -> None:
+    client.force_login(clinician)
+    url = reverse("consult:dossier-list")
+    # when htmx restores the filtered list from history (Back, not in its cache)
+    restored = client.get(url, {"cancer_type": "hcc"}, headers=HISTORY_RESTORE)
+    # then it gets the whole page, layout and all, with the filtered dossiers
+    page = restored.content.decode()
+    assert "<html" in page
+    assert 'aria-label="Main"' in page
+    assert "pub-hcc-01" in page
+    # while a filter change still gets the table alone
+    fragment = client.get(url, {"cancer_type": "hcc"}, headers=HTMX).content.decode()
+    assert fragment.lstrip().startswith("<table")
+    # and a cache keeps the two apart
+    assert "HX-History-Restore-Request" in restored["Vary"]
+
+
+def test_board_back_button_gets_the_whole_board_and_counts_as_a_viewing(
+    client: Any, dossier: LesionDossier, clinician: Any
+) -> None:
+    dossier_submit(actor=clinician, dossier=dossier)
+    consultation = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+    client.force_login(clinician)
+    url = reverse("consult:consultation-board", args=[consultation.pk])
+    viewings = AuditEvent.objects.filter(action="consultation.board.view")
+    # when the open board polls its status
+    poll = client.get(url, headers=HTMX).content.decode()
+    # then it gets the status line alone, and no new viewing is recorded
+    assert poll.lstrip().startswith('<div id="board-status"')
+    assert viewings.count() == 0
+    # when htmx restores the board from history
+    page = client.get(url, headers=HISTORY_RESTORE).content.decode()
+    # then it gets the whole board, and the viewing is recorded
+    assert "<html" in page
+    assert 'id="board-status"' in page
+    assert viewings.count() == 1
 
 
 def test_section_edit_shows_the_error_next_to_the_field_and_keeps_saved_data(

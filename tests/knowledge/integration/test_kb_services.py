@@ -154,18 +154,18 @@ def test_a_curator_cannot_hotfix_publish_someone_elses_draft(
 
 
 def test_an_admin_may_hotfix_someone_elses_draft_only_flagged_with_a_reason(
-    curator: Any, admin_user: Any, sourced: None
+    curator: Any, any_admin: Any, sourced: None
 ) -> None:
     draft = unit_save_draft(actor=curator, spec=spec("hcc.resection"))
     with pytest.raises(KnowledgeError, match="hot-fix needs a reason"):
-        version_publish(actor=admin_user, version=draft)
-    version_publish(actor=admin_user, version=draft, hotfix_reason="Safety alert 2026-12")
+        version_publish(actor=any_admin, version=draft)
+    version_publish(actor=any_admin, version=draft, hotfix_reason="Safety alert 2026-12")
     draft.refresh_from_db()
     assert (draft.status, draft.hotfix, draft.hotfix_reason, draft.reviewed_by) == (
         VersionStatus.PUBLISHED,
         True,
         "Safety alert 2026-12",
-        admin_user,
+        any_admin,
     )
 
 

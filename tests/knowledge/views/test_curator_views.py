@@ -26,7 +26,7 @@ from knowledge.services import (
     versions_embed,
 )
 from mdtboard.audit.models import AuditEvent
-from tests.conftest import make_user
+from tests.conftest import HISTORY_RESTORE, HTMX, make_user
 from tests.knowledge.kb_factory import SAFETY, SOURCE, spec, unit
 from tests.paths import PUBLIC_CASES
 
@@ -140,7 +140,7 @@ def test_curator_pages_send_anonymous_visitors_to_login(client: Any, draft: Unit
         assert response["Location"].startswith(reverse("account_login")), url
 
 
-@pytest.mark.parametrize("persona", ["curator", "admin_user"])
+@pytest.mark.parametrize("persona", ["curator", "admin_user", "group_admin"])
 def test_curator_pages_open_for_curators_and_admins(
     client: Any, draft: UnitVersion, persona: str, request: Any
 ) -> None:
@@ -268,6 +268,38 @@ def test_diagnostics_offers_a_dossier_only_to_clinical_roles(
     # htmx asks for the panel only
     fragment = client.get(url, query, headers={"HX-Request": "true"}).content.decode()
     assert fragment.lstrip().startswith('<div id="diagnostics-panel">')
+
+
+@pytest.mark.parametrize(
+    ("page", "query", "fragment_start"),
+    [
+        ("knowledge:unit-list", {"q": "hcc"}, '<table id="unit-table"'),
+        (
+            "knowledge:diagnostics",
+            {"q": "liver", "mode": "keyword"},
+            '<div id="diagnostics-panel">',
+        ),
+    ],
+)
+def test_kb_back_button_gets_the_whole_page(
+    client: Any,
+    curator: Any,
+    draft: UnitVersion,
+    page: str,
+    query: dict[str, str],
+    fragment_start: str,
+) -> None:
+    client.force_login(curator)
+    url = reverse(page)
+    # when htmx restores the page from history (Back, not in its cache)
+    restored = client.get(url, query, headers=HISTORY_RESTORE)
+    # then it gets the whole page, layout and all
+    assert "<html" in restored.content.decode()
+    assert 'aria-label="Main"' in restored.content.decode()
+    assert "HX-History-Restore-Request" in restored["Vary"]
+    # while an ordinary htmx request still gets the fragment alone
+    fragment = client.get(url, query, headers=HTMX).content.decode()
+    assert fragment.lstrip().startswith(fragment_start)
 
 
 def test_hotfix_requires_a_reason_and_is_flagged(client: Any, curator: Any, sourced: None) -> None:

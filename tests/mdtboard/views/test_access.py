@@ -93,6 +93,30 @@ def test_home_shows_each_persona_its_role(client: Any, clinician: Any, curator: 
     assert "Submit lesion dossiers" not in page
 
 
+def test_admin_site_opens_for_either_kind_of_admin(client: Any, any_admin: Any) -> None:
+    # given an administrator, signed in
+    client.force_login(any_admin)
+    # when they follow the home page's link to users, teams and the audit log
+    response = client.get(reverse("admin:index"))
+    # then the admin site lists exactly those
+    assert response.status_code == 200
+    page = response.content.decode()
+    for changelist in ("accounts_user", "accounts_team", "audit_auditevent"):
+        assert reverse(f"admin:{changelist}_changelist") in page
+    # and its login page sends them on to it rather than refusing them
+    assert client.get(reverse("admin:login"))["Location"] == reverse("admin:index")
+
+
+def test_admin_site_refuses_a_staff_flag_without_the_admin_role(
+    client: Any, clinician: Any
+) -> None:
+    # given a clinician who was given Django's staff flag, but not the admin role
+    User.objects.filter(pk=clinician.pk).update(is_staff=True)
+    client.force_login(clinician)
+    # when they open the admin site, then they are refused
+    assert client.get(reverse("admin:index"), follow=True).status_code == 403
+
+
 @pytest.mark.parametrize("persona", ["clinician", "rater", "curator"])
 def test_invite_page_is_for_admins_only(client: Any, persona: str, request: Any) -> None:
     client.force_login(request.getfixturevalue(persona))

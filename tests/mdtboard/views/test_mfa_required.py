@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from mdtboard.accounts.middleware import MFA_REQUIRED_MESSAGE
 from mdtboard.accounts.selectors import mfa_required_roles
-from tests.conftest import PASSWORD, TOTP_SECRET, make_user, totp_code
+from tests.conftest import HISTORY_RESTORE, PASSWORD, TOTP_SECRET, make_user, totp_code
 
 pytestmark = pytest.mark.django_db
 
@@ -112,6 +112,15 @@ def test_mfa_required_htmx_request_gets_403_with_the_reason(client: Any, bare_cu
     # then the request is refused, saying why
     assert response.status_code == 403
     assert response.content.decode() == MFA_REQUIRED_MESSAGE
+
+
+def test_mfa_required_back_button_is_sent_to_the_setup(client: Any, bare_curator: Any) -> None:
+    client.force_login(bare_curator)
+    # when htmx restores a page from history (it shows no error response, only a blank)
+    response = client.get(KB_PAGE, headers=HISTORY_RESTORE)
+    # then it is sent to the setup like any page load
+    assert response.status_code == 302
+    assert response["Location"] == reverse("mfa_activate_totp")
 
 
 def test_mfa_required_json_request_gets_403_json(client: Any, bare_curator: Any) -> None:

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from mdtboard.accounts import sessions
 from mdtboard.audit.models import AuditEvent
+from tests.conftest import HISTORY_RESTORE
 
 pytestmark = pytest.mark.django_db
 
@@ -125,4 +126,19 @@ def test_session_expiry_htmx_request_loads_the_login_page_whole(
     response = client.get(HOME, headers={"HX-Request": "true"})
     # then htmx is told to load the login page itself rather than swap it into a fragment
     assert response["HX-Redirect"] == reverse("account_login")
+    assert not _signed_in(client)
+
+
+def test_session_expiry_back_button_is_sent_to_the_login_page(
+    client: Any, clinician: Any, clock: Clock
+) -> None:
+    client.force_login(clinician)
+    clock.advance(minutes=31)
+    # when htmx restores a page from history after the idle timeout (it ignores HX-Redirect
+    # there, and swaps whatever the response holds into the page)
+    response = client.get(HOME, headers=HISTORY_RESTORE, follow=True)
+    # then it is answered with the login page itself
+    assert response.redirect_chain[0][0].startswith(reverse("account_login"))
+    assert "HX-Redirect" not in response
+    assert 'name="password"' in response.content.decode()
     assert not _signed_in(client)
