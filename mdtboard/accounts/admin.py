@@ -54,6 +54,14 @@ class UserAdmin(DjangoUserAdmin[User]):
     add_fieldsets = ((None, {"classes": ("wide",), "fields": ("email", "password1", "password2")}),)
     filter_horizontal = ("groups", "teams")
 
+    def get_readonly_fields(self, request: HttpRequest, obj: User | None = None) -> Any:
+        # An administrator by role assigns roles (groups) and teams; only a superuser may make
+        # someone a superuser or staff, so the admin group is no step to Django's own tables.
+        readonly = tuple(super().get_readonly_fields(request, obj))
+        if request.user.is_superuser:
+            return readonly
+        return (*readonly, "is_staff", "is_superuser")
+
 
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin[Team]):

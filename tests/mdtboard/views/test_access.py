@@ -117,6 +117,31 @@ def test_admin_site_refuses_a_staff_flag_without_the_admin_role(
     assert client.get(reverse("admin:index"), follow=True).status_code == 403
 
 
+def test_an_admin_by_role_cannot_make_anyone_a_superuser(
+    client: Any, group_admin: Any, clinician: Any
+) -> None:
+    # given an administrator by the admin group only, editing a clinician in the admin site
+    client.force_login(group_admin)
+    url = reverse("admin:accounts_user_change", args=[group_admin.pk])
+    page = client.get(url).content.decode()
+    # then the superuser and staff flags are shown read-only, not as inputs
+    assert 'name="is_superuser"' not in page
+    assert 'name="is_staff"' not in page
+    # and posting them anyway changes nothing
+    form = {
+        "email": group_admin.email,
+        "display_name": "x",
+        "is_active": "on",
+        "is_superuser": "on",
+        "is_staff": "on",
+        "groups": [g.pk for g in group_admin.groups.all()],
+    }
+    client.post(url, form)
+    group_admin.refresh_from_db()
+    assert not group_admin.is_superuser
+    assert not group_admin.is_staff
+
+
 @pytest.mark.parametrize("persona", ["clinician", "rater", "curator"])
 def test_invite_page_is_for_admins_only(client: Any, persona: str, request: Any) -> None:
     client.force_login(request.getfixturevalue(persona))
