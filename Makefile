@@ -5,13 +5,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export DJANGO_SETTINGS_MODULE ?= mdtboard.settings.local
 
-.PHONY: run test lint bench evaluate backup restore install install-dev chromium clean-var help
+.PHONY: run test lint bench soak evaluate backup restore install install-dev chromium clean-var help
 
 help:
 	@echo "make run       install, start embedded PostgreSQL+Redis, migrate, seed, serve on :8000"
 	@echo "make test      install test tools (and Chromium), lint, run the whole test suite"
 	@echo "make lint      ruff, mypy, djlint"
 	@echo "make bench     print benchmark figures as JSON lines"
+	@echo "make soak      fault injection under load (N=6 M=4 S=120); non-zero exit if anything is lost"
 	@echo "make backup    dump the database to var/backups/ (OUTPUT=path to choose the file)"
 	@echo "make restore FILE=var/backups/....dump   replace ALL data with that backup"
 
@@ -49,6 +50,13 @@ test: install-dev chromium lint
 
 bench: install-dev
 	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m benchmarks
+
+# Kills workers, restarts Redis, drops DB connections under load; not part of `make test`.
+N ?= 6
+M ?= 4
+S ?= 120
+soak: install-dev
+	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m benchmarks soak --consultations $(N) --watchers $(M) --seconds $(S)
 
 # Evaluates ../shared/cases/public and tests/cases; CASES=folder evaluates another folder.
 evaluate: install

@@ -3,6 +3,10 @@
 Runs against the real services in a database of its own (``mdtboard_bench``, dropped and
 recreated each run), so it neither touches the development data nor depends on it. Figures
 are printed, never asserted.
+
+``python -m benchmarks soak [--consultations N --watchers M --seconds S]`` (``make soak``) is
+the fault-injection run instead (benchmarks/soak.py), in ``mdtboard_soak``; it exits non-zero
+when an event was lost, duplicated or out of order, or a consultation is stuck.
 """
 
 from __future__ import annotations
@@ -11,15 +15,24 @@ import os
 import sys
 from pathlib import Path
 
+SOAK = sys.argv[1:2] == ["soak"]
+DATABASE = "mdtboard_soak" if SOAK else "mdtboard_bench"
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mdtboard.settings.test")
-os.environ["MDTBOARD_DB_NAME"] = "mdtboard_bench"
+os.environ["MDTBOARD_DB_NAME"] = DATABASE
+if SOAK:
+    # Redis databases of its own, apart from the tests' (3-5) and `make run`'s (0-2): its
+    # workers take no test's task, and no test worker takes its tasks.
+    os.environ.setdefault("REDIS_DB_CELERY", "6")
+    os.environ.setdefault("REDIS_DB_CHANNELS", "7")
+    os.environ.setdefault("REDIS_DB_CACHE", "8")
 if not os.environ.get("DATABASE_URL"):
     from mdtboard import embedded
 
     repo = Path(__file__).resolve().parent.parent
-    embedded.drop_database(Path(os.environ.get("MDTBOARD_VAR_DIR", repo / "var")), "mdtboard_bench")
+    embedded.drop_database(Path(os.environ.get("MDTBOARD_VAR_DIR", repo / "var")), DATABASE)
 
-import django
+import django  # noqa: E402
 
 django.setup()
 
@@ -30,6 +43,10 @@ from benchmarks import board, engine, intake, retrieval  # noqa: E402
 
 def main() -> None:
     call_command("migrate", interactive=False, verbosity=0)
+    if SOAK:
+        from benchmarks import soak
+
+        sys.exit(soak.main(sys.argv[2:]))
     quick = "--quick" in sys.argv
     intake.run()
     retrieval.run_quality()
