@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any
 
 from celery import shared_task
@@ -23,8 +25,50 @@ def consultation_run(consultation_id: int) -> str:
     return run_service(consultation_id=consultation_id)
 
 
+logger = logging.getLogger(__name__)
+
+
+def _consultations_waiting() -> int | None:
+    """Messages waiting in the consultations queue, or None when the broker cannot say."""
+    from mdtboard.celery import app
+
+    try:
+        with app.connection_for_write() as connection:
+            declared = connection.default_channel.queue_declare(queue="consultations", passive=True)
+            return int(declared.message_count)
+    except Exception:  # noqa: BLE001 - no answer means "do not guess"
+        return None
+
+
+def _sweep(stop: threading.Event, every_s: float) -> None:
+    """Look for runs left "running" with a lapsed lease (a run whose last database write
+    failed, a worker that hung) every ``every_s``: not only when a worker starts. Runs still
+    "queued" after two minutes are requeued only when the consultations queue is empty, i.e.
+    their message was lost (the broker was down when they were started), not merely waiting."""
+    from django.db import connections
+
+    while not stop.wait(every_s):
+        try:
+            consultations_recover(queued=_consultations_waiting() == 0)
+        except Exception as exc:  # noqa: BLE001 - the next sweep tries again
+            logger.warning("recovery sweep failed (%s)", type(exc).__name__)
+        finally:
+            connections.close_all()
+
+
 @worker_ready.connect
 def _recover_interrupted_runs(sender: Any = None, **kwargs: Any) -> None:
     # A worker killed mid-run leaves its consultation "running" with a lapsing lease; the
-    # next worker to start picks it up where the step journal says it stopped.
+    # next worker to start picks it up where the step journal says it stopped, and every
+    # running worker sweeps again each minute.
+    from django.conf import settings
+
     consultations_recover()
+    every_s = float(settings.CONSULTATION_RECOVER_EVERY_S)
+    if every_s > 0:
+        threading.Thread(
+            target=_sweep,
+            args=(threading.Event(), every_s),
+            name="consultation-recovery",
+            daemon=True,
+        ).start()

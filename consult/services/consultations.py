@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import connections, transaction
+from django.db import InterfaceError, OperationalError, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -48,6 +48,14 @@ from mdtboard.audit.services import audit_record
 logger = logging.getLogger(__name__)
 
 LEASE = timedelta(seconds=30)
+# A dropped database connection (a restart, a failover, a killed backend) is retried: the run
+# resumes from its saved steps on a fresh connection, after these pauses (seconds). They add up
+# to well under LEASE, so no other worker's sweep takes the run over while this one waits.
+DB_RETRY_DELAYS = (1.0, 2.0, 4.0, 8.0)
+DB_LOST = (
+    "The database connection was lost and did not come back within 15 seconds; the steps "
+    "done so far are kept. Start the consultation again."
+)
 # A worker renews its lease with every committed step and, while members wait on the LLM,
 # with the engine's cancel check (every second). A lease that lapsed is LEASE without one
 # renewal: thirty of those intervals, not fewer, since a worker's first retrieval may block
@@ -584,7 +592,7 @@ def consultation_run(*, consultation_id: int) -> str:
         return "skipped"
     retriever = DbRetriever()
     try:
-        plan = _deliberate(consultation, retriever)
+        plan = _deliberate_through_dropped_connections(consultation, retriever)
     except Cancelled:
         _finish(consultation_id, ConsultationStatus.CANCELLED)
         return "cancelled"
@@ -593,6 +601,11 @@ def consultation_run(*, consultation_id: int) -> str:
         return "skipped"
     except LLMNotConfigured as exc:
         _finish(consultation_id, ConsultationStatus.FAILED, error=str(exc))
+        return "failed"
+    except (OperationalError, InterfaceError):
+        logger.error("consultation %s failed: the database connection was lost", consultation_id)
+        connections.close_all()  # the dead connection must not be the one that says so
+        _finish(consultation_id, ConsultationStatus.FAILED, error=DB_LOST)
         return "failed"
     except Exception as exc:  # noqa: BLE001 - any failure ends the run as failed, said so
         # The error's type only, in the record and in the log: messages (and the values in a
@@ -607,6 +620,27 @@ def consultation_run(*, consultation_id: int) -> str:
         kb_versions=list(retriever.used_version_ids),
     )
     return "completed"
+
+
+def _deliberate_through_dropped_connections(
+    consultation: Consultation, retriever: DbRetriever
+) -> Any:
+    """Deliberate; when the database connection drops, reconnect and resume from the saved
+    steps a few times before giving up (the pauses stay inside the lease, so it stays ours)."""
+    for delay in (*DB_RETRY_DELAYS, None):
+        try:
+            return _deliberate(consultation, retriever)
+        except (OperationalError, InterfaceError):
+            connections.close_all()
+            if delay is None:
+                raise
+            logger.warning(
+                "consultation %s: database connection lost; resuming in %.0f s",
+                consultation.pk,
+                delay,
+            )
+            time.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
@@ -656,8 +690,11 @@ def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
     return run_coroutine(run)
 
 
-def consultations_recover() -> list[int]:
-    """Requeue runs whose worker died (called when a worker starts)."""
+def consultations_recover(*, queued: bool = True) -> list[int]:
+    """Requeue runs whose worker died or whose lease lapsed (when a worker starts, and every
+    minute while workers run); with ``queued``, also runs queued for over two minutes (their
+    message may have been lost with the broker). A duplicate message is harmless: the claim
+    skips a run that is already taken or finished."""
     from consult.tasks import consultation_run as task
 
     now = timezone.now()
@@ -670,6 +707,8 @@ def consultations_recover() -> list[int]:
         ):
             stale.append(consultation.pk)
             task.delay(consultation.pk)
+    if not queued:
+        return stale
     for pk in Consultation.objects.filter(
         status=ConsultationStatus.QUEUED, created_at__lt=now - timedelta(minutes=2)
     ).values_list("pk", flat=True):

@@ -202,6 +202,9 @@ EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="")
 EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="")
 EMBEDDINGS_MODEL = env.str("EMBEDDINGS_MODEL", default="text-embedding-3-small")
 RETRIEVAL_DENSE_WEIGHT = env.float("RETRIEVAL_DENSE_WEIGHT", default=0.8)
+# Each Celery worker looks this often (seconds) for consultations left "running" with a lapsed
+# lease and requeues them; 0 means only when a worker starts.
+CONSULTATION_RECOVER_EVERY_S = env.float("CONSULTATION_RECOVER_EVERY_S", default=60.0)
 RETRIEVAL_KEYWORD_WEIGHT = env.float("RETRIEVAL_KEYWORD_WEIGHT", default=0.2)
 # Nothing may download model weights at run time.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -45,4 +45,7 @@ AUDIT_ANCHOR_PATH = "off"
 # two-factor have an authenticator app (tests/conftest.py make_user); the e2e login enters codes.
 MFA_REQUIRED_ROLES = ["admin", "curator"]
 SESSION_IDLE_TIMEOUT = 30 * 60
+# The test worker must not pick up runs that tests leave "running" on purpose (lease tests);
+# the sweep itself is tested directly.
+CONSULTATION_RECOVER_EVERY_S = 0.0
 SESSION_COOKIE_AGE = 8 * 3600

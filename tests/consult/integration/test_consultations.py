@@ -475,3 +475,144 @@ def test_start_with_the_broker_down_keeps_the_consultation_queued_without_an_err
     # then no error reaches them and the consultation waits, queued, for a worker to recover it
     consultation.refresh_from_db()
     assert consultation.status == ConsultationStatus.QUEUED
+
+
+def _drop_connection_at(step: str, times: int) -> Any:
+    """A step-store commit that, the first ``times`` times it writes ``step``, has its
+    database backend terminated under it (what a database restart or failover does)."""
+    from django.db import connection
+
+    from consult.services.consultations import DbStepStore
+
+    written = DbStepStore._commit
+    dropped = {"n": 0}
+
+    def commit(self: Any, steps: Any) -> bool:
+        if dropped["n"] < times and any(key == step for key, _ in steps):
+            dropped["n"] += 1
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+        return written(self, steps)
+
+    return commit
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dropped_database_connection_is_resumed_on_a_new_one(
+    clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_seed()
+    from consult.services import consultations
+    from consult.services.consultations import DbStepStore
+
+    monkeypatch.setattr(consultations, "DB_RETRY_DELAYS", (0.0, 0.0))
+    monkeypatch.setattr(DbStepStore, "_commit", _drop_connection_at("r1.synthesis", times=1))
+    dossier = submitted(clinician, team, "pub-lung-01.json")
+    consultation = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+    # when the database connection is killed under the run once
+    assert consultation_run(consultation_id=consultation.pk) == "completed"
+    # then the run resumed from its saved steps and finished with its plan
+    consultation.refresh_from_db()
+    assert consultation.status == ConsultationStatus.COMPLETED
+    assert Plan.objects.filter(consultation=consultation).exists()
+    assert_unbroken(consultation)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_database_that_stays_away_fails_the_run_with_a_reason_not_running_forever(
+    clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_seed()
+    from consult.services import consultations
+    from consult.services.consultations import DB_LOST, DbStepStore
+
+    monkeypatch.setattr(consultations, "DB_RETRY_DELAYS", (0.0,))
+    monkeypatch.setattr(DbStepStore, "_commit", _drop_connection_at("r1.synthesis", times=99))
+    dossier = submitted(clinician, team, "pub-lung-01.json")
+    consultation = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+    assert consultation_run(consultation_id=consultation.pk) == "failed"
+    # then the run is over, says why in words a clinician reads, and holds no lease
+    consultation.refresh_from_db()
+    assert consultation.status == ConsultationStatus.FAILED
+    assert consultation.error == DB_LOST[:500]
+    assert consultation.lease_owner == ""
+    assert_unbroken(consultation)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_recovery_sweep_requeues_a_run_whose_lease_lapsed_under_a_live_worker(
+    clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import socket
+    import threading
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from consult import tasks
+    from consult.services.consultations import consultations_recover
+
+    requeued: list[int] = []
+    monkeypatch.setattr(tasks.consultation_run, "delay", requeued.append)
+    dossier = submitted(clinician, team, "pub-lung-01.json")
+    # given a run left "running" by a task that died after its last write (its worker, this
+    # process, is alive) and a run that is merely waiting in the queue
+    stuck = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+    Consultation.objects.filter(pk=stuck.pk).update(
+        status=ConsultationStatus.RUNNING,
+        lease_owner=f"{socket.gethostname()}:{os.getpid()}",
+        lease_until=timezone.now() - timedelta(seconds=1),
+    )
+    waiting = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+    Consultation.objects.filter(pk=waiting.pk).update(
+        created_at=timezone.now() - timedelta(minutes=10)
+    )
+    # when the periodic sweep runs, then only the lapsed run is requeued
+    assert consultations_recover(queued=False) == [stuck.pk]
+    assert requeued == [stuck.pk]
+    # and the sweep is what a started worker keeps running, every few seconds; while messages
+    # wait in the consultations queue, a queued run is left to them
+    monkeypatch.setattr(tasks, "_consultations_waiting", lambda: 1)
+    stop = threading.Event()
+    sweeper = threading.Thread(target=tasks._sweep, args=(stop, 0.01), daemon=True)
+    sweeper.start()
+    deadline = time.monotonic() + 10
+    while len(requeued) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    sweeper.join(timeout=5)
+    assert requeued[:3] == [stuck.pk] * 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweep_requeues_a_run_whose_message_was_lost_once_the_queue_is_empty(
+    clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from consult import tasks
+
+    requeued: list[int] = []
+    monkeypatch.setattr(tasks.consultation_run, "delay", requeued.append)
+    dossier = submitted(clinician, team, "pub-lung-01.json")
+    # given a run started while the broker was down: saved as queued, its message never sent
+    lost = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+    Consultation.objects.filter(pk=lost.pk).update(
+        created_at=timezone.now() - timedelta(minutes=10)
+    )
+    # when the sweep finds the broker's consultations queue empty
+    monkeypatch.setattr(tasks, "_consultations_waiting", lambda: 0)
+    stop = threading.Event()
+    sweeper = threading.Thread(target=tasks._sweep, args=(stop, 0.01), daemon=True)
+    sweeper.start()
+    deadline = time.monotonic() + 10
+    while not requeued and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    sweeper.join(timeout=5)
+    # then the lost run is handed to the workers again
+    assert requeued[:1] == [lost.pk]
