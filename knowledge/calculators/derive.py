@@ -7,6 +7,16 @@ from typing import Any, Final
 
 from knowledge.calculators._common import CalcResult, CalcValue, lookup
 from knowledge.calculators.breast import breast_subtype
+from knowledge.calculators.dosing import (
+    bsa_m2,
+    capecitabine_renal_dose_pct,
+    carboplatin_gfr_basis,
+    carboplatin_gfr_ml_min,
+    docetaxel_hepatic_dose_pct,
+    doxorubicin_hepatic_dose_pct,
+    irinotecan_hepatic_dose_pct,
+    paclitaxel_hepatic_dose_pct,
+)
 from knowledge.calculators.liver import (
     albi_grade,
     albi_score,
@@ -67,6 +77,14 @@ RENAL: Final[dict[str, Calculator]] = {
 PATIENT: Final[dict[str, Calculator]] = {
     "carboplatin_auc5_mg": carboplatin_auc5_mg,
     "carboplatin_auc6_mg": carboplatin_auc6_mg,
+    "carboplatin_gfr_ml_min": carboplatin_gfr_ml_min,
+    "carboplatin_gfr_basis": carboplatin_gfr_basis,
+    "bsa_m2": bsa_m2,
+    "capecitabine_renal_dose_pct": capecitabine_renal_dose_pct,
+    "doxorubicin_hepatic_dose_pct": doxorubicin_hepatic_dose_pct,
+    "paclitaxel_hepatic_dose_pct": paclitaxel_hepatic_dose_pct,
+    "irinotecan_hepatic_dose_pct": irinotecan_hepatic_dose_pct,
+    "docetaxel_hepatic_dose_pct": docetaxel_hepatic_dose_pct,
     "liver_decompensated": liver_decompensated,
     "frailty": frailty,
     "declines": declines,
