@@ -279,6 +279,19 @@ FIELDS: tuple[Field, ...] = (
         maximum=400,
     ),
     Field(
+        "patient.height_cm",
+        "patient",
+        "Height",
+        FieldType.NUMBER,
+        unit="cm",
+        minimum=40,
+        maximum=250,
+        warn_below=130,
+        warn_above=210,
+        help="With the weight it gives the body-mass index and the ideal and adjusted body "
+        "weight used for carboplatin (Calvert) dosing.",
+    ),
+    Field(
         "patient.menopausal_status",
         "patient",
         "Menopausal status",
@@ -288,6 +301,17 @@ FIELDS: tuple[Field, ...] = (
         help="Only for female patients.",
     ),
     Field("patient.pregnant", "patient", "Pregnant", FieldType.BOOL),
+    Field(
+        "patient.gestational_age_weeks",
+        "patient",
+        "Gestational age",
+        FieldType.INT,
+        unit="weeks",
+        minimum=0,
+        maximum=42,
+        help="Completed weeks of pregnancy; only when pregnant. Before week 14 (first "
+        "trimester) no chemotherapy is given.",
+    ),
     Field("patient.breastfeeding", "patient", "Breastfeeding", FieldType.BOOL),
     Field(
         "patient.frailty",

@@ -939,6 +939,12 @@ def _check_cross_fields(data: dict[str, Any], issues: _Issues) -> None:
                 "Breastfeeding is true but sex is male; correct one of them (use null if not "
                 "known).",
             )
+        if _get(data, "patient.gestational_age_weeks") is not None:
+            issues.error(
+                ("patient", "gestational_age_weeks"),
+                "A gestational age is recorded but sex is male; correct one of them (use null "
+                "if not known).",
+            )
         status = _get(data, "patient.menopausal_status")
         if status is not None:
             issues.error(
@@ -946,6 +952,18 @@ def _check_cross_fields(data: dict[str, Any], issues: _Issues) -> None:
                 f'Menopausal status is "{status}" but sex is male; menopausal status applies '
                 "only to female patients (use null).",
             )
+
+    weeks = _get(data, "patient.gestational_age_weeks")
+    pregnant = _get(data, "patient.pregnant")
+    if weeks is not None and sex != "male" and pregnant is not True:
+        # The trimester decides which treatments can be given; a gestational age without a
+        # recorded pregnancy is a contradiction the board must not resolve by guessing.
+        issues.error(
+            ("patient", "gestational_age_weeks"),
+            f"A gestational age ({_with_unit(weeks, 'weeks')}) is recorded but Pregnant is "
+            + ("false" if pregnant is False else "not recorded")
+            + "; set Pregnant to true, or leave the gestational age empty.",
+        )
 
     n = _tnm_value(data, "n", cancer_type)
     m = _tnm_value(data, "m", cancer_type)
@@ -1193,6 +1211,15 @@ def _check_warnings(data: dict[str, Any], issues: _Issues, today: date) -> None:
             f"{_G8_CUTOFF}, a normal screen); please check the frailty or the G8 score.",
         )
     _warn_autoimmune(data, issues)
+    if (
+        _get(data, "patient.pregnant") is True
+        and _get(data, "patient.gestational_age_weeks") is None
+    ):
+        issues.warn(
+            ("patient", "gestational_age_weeks"),
+            "Pregnant is true but the gestational age is not recorded; the treatments allowed "
+            "depend on it (no chemotherapy before week 14), so the plan will ask for it.",
+        )
 
     cancer_type = _cancer_type(data)
     brain = _get(data, "staging.brain_metastases_count")

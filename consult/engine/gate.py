@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from consult.engine.consensus import conflict_record
+from consult.engine.dosing import dose_note
 from consult.engine.matching import SEVERITY_RISK, norm_name, substitution, targets, vetoes
 from consult.engine.pathway import arrange
 from consult.engine.protocols import Evidence
@@ -61,10 +62,14 @@ def _as_plan(component: ProposedComponent, conditions: list[str], order: int) ->
     )
 
 
-def _calculated(unit: Evidence, facts: Mapping[str, Any]) -> str:
+def _calculated(unit: Evidence, facts: Mapping[str, Any], component: ProposedComponent) -> str:
     name = unit.action.get("calculation")
     if not name:
         return ""
+    # A dose is worked out for the regimen of this item (its AUC, its mg/m2), in words.
+    note = dose_note(str(name), component, facts)
+    if note is not None:
+        return f": {note}"
     value = facts.get(str(name))
     label = str(name).removeprefix("derived.").replace("_", " ")
     return f" [{label}: {value}]" if value is not None else f" [{label}: not calculable]"
@@ -217,7 +222,7 @@ def safety_gate(
             status = "fail"  # already withdrawn by the board for this rule
         elif hits and effect == "adjust":
             for index in hits:
-                text = f"{advice}{_calculated(unit, facts)} ({unit.unit_id})"
+                text = f"{advice}{_calculated(unit, facts, items[index])} ({unit.unit_id})"
                 if text not in items[index].dose_adjustments:
                     items[index].dose_adjustments.append(text)
             status = "pass"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 from knowledge.calculators._common import CalcResult, Inputs, lookup
+from knowledge.calculators.tnm import breast_tnm_stage
 
 SUBTYPE_SOURCE: Final = (
     "Allison KH, et al. Estrogen and progesterone receptor testing in breast cancer: ASCO/CAP "
@@ -80,3 +82,58 @@ def breast_subtype(case: Mapping[str, Any]) -> CalcResult:
         if value is None and path not in inputs.missing:
             inputs.missing.append(path)
     return inputs.result(name, None, SUBTYPE_SOURCE, notes)
+
+
+CDK46_ADJUVANT_SOURCE: Final = (
+    "monarchE (Johnston SRD et al., J Clin Oncol 2020; Harbeck N et al., Ann Oncol 2021): "
+    "abemaciclib for 4 or more involved axillary nodes, or 1-3 with a tumour of 5 cm or more "
+    "or histological grade 3. NATALEE (Slamon D et al., N Engl J Med 2024): ribociclib for "
+    "anatomic stage II-III, node-negative stage IIA only with grade 3, or grade 2 with Ki-67 of "
+    "20% or more. As adopted by ESMO early breast cancer 2024 and NCCN Breast v2.2025."
+)
+_GRADE = re.compile(r"\bgrade\s*(?:3|iii)\b|\bG3\b|\bpoorly\s+differentiated\b", re.IGNORECASE)
+_GRADE_2 = re.compile(r"\bgrade\s*(?:2|ii)\b|\bG2\b|\bmoderately\s+differentiated\b", re.I)
+
+
+def _histologic_grade(case: Mapping[str, Any]) -> int | None:
+    texts = [
+        lookup(case, path)
+        for path in ("diagnosis.histology", "diagnosis.subtype", "notes")
+        if isinstance(lookup(case, path), str)
+    ]
+    joined = " ".join(str(t) for t in texts)
+    if _GRADE.search(joined):
+        return 3
+    if _GRADE_2.search(joined):
+        return 2
+    return None
+
+
+def adjuvant_cdk46(case: Mapping[str, Any]) -> CalcResult:
+    """Which adjuvant CDK4/6 inhibitor the trial criteria support for HR+/HER2- early breast
+    cancer: "abemaciclib" (monarchE high risk), "ribociclib" (NATALEE, not monarchE), "none";
+    None when the nodal category or the stage is not recorded."""
+    name = "adjuvant_cdk46"
+    inputs = Inputs(case)
+    n = inputs.text("staging.n")
+    t = inputs.text("staging.t")
+    stage = breast_tnm_stage(case).value
+    if n is None or t is None or not isinstance(stage, str):
+        return inputs.result(name, None, CDK46_ADJUVANT_SOURCE, "N, T or stage not recorded")
+    grade = _histologic_grade(case)
+    ki67 = inputs.number("biomarkers.ki67_pct", minimum=0, maximum=100, record_missing=False)
+    n_cat, t_cat = n.upper(), t.upper()
+    four_or_more = n_cat.startswith(("N2", "N3"))
+    one_to_three = n_cat.startswith("N1") and n_cat != "N1MI"
+    large = t_cat.startswith(("T3", "T4"))
+    grade_text = f"grade {grade}" if grade else "grade not stated"
+    if four_or_more or (one_to_three and (large or grade == 3)):
+        detail = f"{n_cat}, {t_cat}, {grade_text}: monarchE high risk"
+        return inputs.result(name, "abemaciclib", CDK46_ADJUVANT_SOURCE, detail)
+    node_negative_high = grade == 3 or (grade == 2 and ki67 is not None and ki67 >= 20)
+    if stage in ("IIB", "IIIA", "IIIB", "IIIC") or (
+        stage == "IIA" and (one_to_three or node_negative_high)
+    ):
+        detail = f"stage {stage}, {n_cat}, {grade_text}: NATALEE population"
+        return inputs.result(name, "ribociclib", CDK46_ADJUVANT_SOURCE, detail)
+    return inputs.result(name, "none", CDK46_ADJUVANT_SOURCE, f"stage {stage}, {n_cat}")

@@ -6,7 +6,17 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from knowledge.calculators._common import CalcResult, CalcValue, lookup
-from knowledge.calculators.breast import breast_subtype
+from knowledge.calculators.breast import adjuvant_cdk46, breast_subtype
+from knowledge.calculators.dosing import (
+    bsa_m2,
+    capecitabine_renal_dose_pct,
+    carboplatin_gfr_basis,
+    carboplatin_gfr_ml_min,
+    docetaxel_hepatic_dose_pct,
+    doxorubicin_hepatic_dose_pct,
+    irinotecan_hepatic_dose_pct,
+    paclitaxel_hepatic_dose_pct,
+)
 from knowledge.calculators.liver import (
     albi_grade,
     albi_score,
@@ -14,6 +24,11 @@ from knowledge.calculators.liver import (
     child_pugh_class,
     child_pugh_score,
     liver_decompensated,
+)
+from knowledge.calculators.lung import (
+    lung_cns_active_targeted,
+    lung_drivers,
+    lung_first_line_targeted,
 )
 from knowledge.calculators.lymphoma import ann_arbor_stage, cns_ipi, flipi, flipi_risk, ipi
 from knowledge.calculators.medications import (
@@ -31,12 +46,20 @@ from knowledge.calculators.patient import (
     prior_regimens,
     treatment_line,
 )
-from knowledge.calculators.preferences import declines, wants
+from knowledge.calculators.preferences import declines, fertility_declined, wants
 from knowledge.calculators.renal import (
     carboplatin_auc5_mg,
     carboplatin_auc6_mg,
     crcl_cockcroft_gault,
     egfr_ckd_epi_2021,
+)
+from knowledge.calculators.textfacts import (
+    bone_metastases,
+    brain_metastases_symptomatic,
+    oligometastatic,
+    recorded_inoperable,
+    recorded_unresectable,
+    steroids_for_brain_metastases,
 )
 from knowledge.calculators.tnm import breast_tnm_stage, lung_tnm_stage
 from knowledge.calculators.transplant import within_milan, within_ucsf, within_up_to_7
@@ -67,10 +90,22 @@ RENAL: Final[dict[str, Calculator]] = {
 PATIENT: Final[dict[str, Calculator]] = {
     "carboplatin_auc5_mg": carboplatin_auc5_mg,
     "carboplatin_auc6_mg": carboplatin_auc6_mg,
+    "carboplatin_gfr_ml_min": carboplatin_gfr_ml_min,
+    "carboplatin_gfr_basis": carboplatin_gfr_basis,
+    "bsa_m2": bsa_m2,
+    "capecitabine_renal_dose_pct": capecitabine_renal_dose_pct,
+    "doxorubicin_hepatic_dose_pct": doxorubicin_hepatic_dose_pct,
+    "paclitaxel_hepatic_dose_pct": paclitaxel_hepatic_dose_pct,
+    "irinotecan_hepatic_dose_pct": irinotecan_hepatic_dose_pct,
+    "docetaxel_hepatic_dose_pct": docetaxel_hepatic_dose_pct,
     "liver_decompensated": liver_decompensated,
     "frailty": frailty,
     "declines": declines,
     "wants": wants,
+    "fertility_declined": fertility_declined,
+    "bone_metastases": bone_metastases,
+    "brain_metastases_symptomatic": brain_metastases_symptomatic,
+    "steroids_for_brain_metastases": steroids_for_brain_metastases,
     "strong_cyp3a4_inhibitors": strong_cyp3a4_inhibitors,
     "strong_cyp3a4_inducers": strong_cyp3a4_inducers,
     "qt_prolonging_drugs": qt_prolonging_drugs,
@@ -96,8 +131,20 @@ CALCULATORS_BY_CANCER_TYPE: Final[dict[str, dict[str, Calculator]]] = {
         "within_up_to_7": within_up_to_7,
         "within_ucsf": within_ucsf,
     },
-    "lung_adenocarcinoma": {"tnm_stage": lung_tnm_stage},
-    "breast": {"tnm_stage": breast_tnm_stage, "breast_subtype": breast_subtype},
+    "lung_adenocarcinoma": {
+        "tnm_stage": lung_tnm_stage,
+        "lung_drivers": lung_drivers,
+        "lung_first_line_targeted": lung_first_line_targeted,
+        "lung_cns_active_targeted": lung_cns_active_targeted,
+        "recorded_inoperable": recorded_inoperable,
+        "recorded_unresectable": recorded_unresectable,
+        "oligometastatic": oligometastatic,
+    },
+    "breast": {
+        "tnm_stage": breast_tnm_stage,
+        "breast_subtype": breast_subtype,
+        "adjuvant_cdk46": adjuvant_cdk46,
+    },
     "lymphoma": {
         "ann_arbor_stage": ann_arbor_stage,
         "ipi": ipi,

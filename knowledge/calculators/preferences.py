@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from knowledge.calculators._common import CalcResult, Inputs
@@ -275,12 +275,16 @@ class Preferences:
     declines: list[str]
     wants: list[str]
     reasons: list[str]
+    # Wish topics the patient explicitly rejects ("does not want more children"): an offer
+    # made for that wish (fertility preservation) is then not made.
+    rejected_wishes: list[str] = field(default_factory=list)
 
 
 def parse_preferences(text: str) -> Preferences:
     """Declined and wanted topics in vocabulary order, with one reason per topic found."""
     declines: set[str] = set()
     wants: set[str] = set()
+    rejected: set[str] = set()
     reasons: list[str] = []
     # Topics of the previous clause that it left without a stance ("Offered surgery"), which a
     # following clause without a topic of its own may settle ("but declined").
@@ -297,6 +301,8 @@ def parse_preferences(text: str) -> Preferences:
                 pol = _mention_polarity(clause, start, end)
                 if pol in (None, "neutral"):
                     open_topics.append(topic)
+                if topic.kind == "want" and pol == "decline":
+                    rejected.update(topic.topics)
                 found = _apply(topic, pol, declines, wants)
                 if found:
                     reasons.append(f'{"/".join(found)} <- "{clause}"')
@@ -310,6 +316,7 @@ def parse_preferences(text: str) -> Preferences:
         pending = open_topics if taken else []
     if _FAMILY_COMPLETE_RE.search(text):
         wants.difference_update(_FERTILITY_AND_PREGNANCY)
+        rejected.update(_FERTILITY_AND_PREGNANCY)
         reasons.append("family complete: no fertility or pregnancy wish")
     if _JEHOVAH_RE.search(text) and "transfusion" not in declines:
         accepts_blood = re.search(
@@ -322,6 +329,7 @@ def parse_preferences(text: str) -> Preferences:
         declines=[t for t in DECLINE_TOPICS if t in declines],
         wants=[t for t in WANT_TOPICS if t in wants],
         reasons=reasons,
+        rejected_wishes=[t for t in WANT_TOPICS if t in rejected and t not in wants],
     )
 
 
@@ -362,3 +370,19 @@ def declines(case: Mapping[str, Any]) -> CalcResult:
 def wants(case: Mapping[str, Any]) -> CalcResult:
     """Topics the patient wants (see module docstring); None if preferences are not recorded."""
     return _read(case, "wants")
+
+
+def fertility_declined(case: Mapping[str, Any]) -> CalcResult:
+    """True when the patient says she (or he) wants no (more) children or no fertility
+    preservation, or that the family is complete; False otherwise, also when no preference is
+    recorded: an offer of fertility preservation is withheld only on an explicit statement."""
+    inputs = Inputs(case)
+    text = inputs.text("patient.preferences", record_missing=False)
+    if text is None:
+        return inputs.result(
+            "fertility_declined", False, PREFERENCES_SOURCE, "no preference recorded"
+        )
+    parsed = parse_preferences(text)
+    declined = bool(set(parsed.rejected_wishes) & set(_FERTILITY_AND_PREGNANCY))
+    detail = parsed.reasons or ["no fertility wish or refusal recognised"]
+    return inputs.result("fertility_declined", declined, PREFERENCES_SOURCE, detail)

@@ -50,6 +50,8 @@ def test_public_case_imports_and_derives_the_expected_staging(
 
 
 ADDED_FIELDS = {
+    "height_cm",
+    "gestational_age_weeks",
     "breastfeeding",
     "frailty",
     "g8_score",

@@ -63,8 +63,11 @@ def test_new_fields_are_valid_and_survive_export_and_import() -> None:
     assert canonical["organ_function"]["qtc_ms"] == 468
     assert canonical["organ_function"]["heart_rate_bpm"] == 64
     # catalog order: the new keys sit beside their neighbours, not at the end
-    assert list(canonical["patient"])[6:10] == [
+    keys = list(canonical["patient"])
+    start = keys.index("pregnant")
+    assert keys[start : start + 5] == [
         "pregnant",
+        "gestational_age_weeks",
         "breastfeeding",
         "frailty",
         "g8_score",
@@ -235,3 +238,87 @@ def test_frail_with_a_normal_g8_is_a_warning_and_the_reverse_is_not() -> None:
     # an abnormal G8 screen with a fit geriatric assessment is common and fine
     data["patient"].update(frailty="fit", g8_score=11)
     assert _warnings(data) == []
+
+
+# --------------------------------------------------------------------------- gestational age
+
+
+def pregnant_breast_patient(weeks: int | None) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((PUBLIC_CASES / "pub-breast-03.json").read_text())
+    data.pop("expected", None)
+    data["patient"].update(pregnant=True, gestational_age_weeks=weeks, height_cm=164)
+    return data
+
+
+def test_gestational_age_of_a_pregnant_patient_is_valid_and_round_trips() -> None:
+    data = pregnant_breast_patient(11)
+    assert _errors(data) == []
+    assert _warnings(data) == []
+    exported = canonical_json(data).encode("utf-8")
+    canonical = parse_case_bytes(exported, filename="x.json", today=TODAY).canonical()
+    assert canonical["patient"]["gestational_age_weeks"] == 11
+    assert canonical["patient"]["height_cm"] == 164
+
+
+@pytest.mark.parametrize(
+    ("pregnant", "phrase"),
+    [(False, "but Pregnant is false"), (None, "but Pregnant is not recorded")],
+)
+def test_gestational_age_without_a_pregnancy_is_an_error(
+    pregnant: bool | None, phrase: str
+) -> None:
+    data = pregnant_breast_patient(20)
+    data["patient"]["pregnant"] = pregnant
+    [(path, message)] = _errors(data)
+    assert path == "$.patient.gestational_age_weeks"
+    assert "A gestational age (20 weeks) is recorded" in message
+    assert phrase in message
+
+
+def test_gestational_age_in_a_male_patient_is_an_error() -> None:
+    data = lung_on_osimertinib_candidate()
+    data["patient"].update(sex="male", gestational_age_weeks=12)
+    assert (
+        "$.patient.gestational_age_weeks",
+        "A gestational age is recorded but sex is male; "
+        "correct one of them (use null if not known).",
+    ) in _errors(data)
+
+
+@pytest.mark.parametrize(
+    ("value", "phrase"),
+    [
+        (43, "Gestational age 43 weeks is outside the plausible range 0\u201342"),
+        (-1, "outside the plausible range"),
+        (12.5, "Gestational age (weeks) must be a whole number; found 12.5"),
+        ("14", "Write numbers without quotes"),
+    ],
+)
+def test_bad_gestational_ages_are_errors(value: object, phrase: str) -> None:
+    data = pregnant_breast_patient(None)
+    data["patient"]["gestational_age_weeks"] = value
+    [(path, message)] = _errors(data)
+    assert path == "$.patient.gestational_age_weeks"
+    assert phrase in message
+
+
+def test_pregnant_without_a_gestational_age_is_a_warning_asking_for_it() -> None:
+    data = pregnant_breast_patient(None)
+    assert _errors(data) == []
+    [(path, message)] = _warnings(data)
+    assert path == "$.patient.gestational_age_weeks"
+    assert "gestational age is not recorded" in message
+
+
+@pytest.mark.parametrize(("value", "phrase"), [(120, "Height 120 cm is unusual"), (35, None)])
+def test_height_out_of_the_usual_range(value: int, phrase: str | None) -> None:
+    data = lung_on_osimertinib_candidate()
+    data["patient"]["height_cm"] = value
+    if phrase is None:
+        [(path, message)] = _errors(data)
+        assert "Height 35 cm is outside the plausible range" in message
+    else:
+        assert _errors(data) == []
+        [(path, message)] = _warnings(data)
+        assert phrase in message
+    assert path == "$.patient.height_cm"

@@ -48,6 +48,8 @@ MINIMAL: dict[str, Any] = {"format": FORMAT_ID, "case_id": "t-1", "cancer_type":
 # without them is still valid, and they read as null (not available).
 ADDITIVE_FIELDS: frozenset[str] = frozenset(
     {
+        "patient.height_cm",
+        "patient.gestational_age_weeks",
         "patient.breastfeeding",
         "patient.frailty",
         "patient.g8_score",

@@ -27,7 +27,13 @@ def lung_case_with_new_fields() -> dict[str, Any]:
     data = _case("pub-lung-03.json")
     data["case_id"] = "lung-new-fields"
     data["patient"].update(
-        age_years=76, sex="female", breastfeeding=False, frailty="vulnerable", g8_score=12
+        age_years=76,
+        sex="female",
+        breastfeeding=False,
+        frailty="vulnerable",
+        g8_score=12,
+        height_cm=162,
+        gestational_age_weeks=None,
     )
     data["labs"]["hiv"] = "positive"
     data["organ_function"].update(
@@ -260,3 +266,51 @@ def test_hcc_distant_recurrence_imports_through_the_upload_page(
     client.post(reverse("consult:dossier-submit", args=[dossier.pk]))
     dossier.refresh_from_db()
     assert dossier.status == DossierStatus.SUBMITTED
+
+
+def test_gestational_age_and_height_through_the_patient_form_and_the_dossier_page(
+    client: Any, dossier: LesionDossier, clinician: Any
+) -> None:
+    client.force_login(clinician)
+    url = reverse("consult:dossier-edit", args=[dossier.pk, "patient"])
+    form = client.get(url).content.decode()
+    for name in ("patient__gestational_age_weeks", "patient__height_cm"):
+        assert f'name="{name}"' in form, name
+    post = {
+        "patient__age_years": "34",
+        "patient__sex": "female",
+        "patient__pregnant": "true",
+        "patient__gestational_age_weeks": "19",
+        "patient__height_cm": "168",
+        "then": "summary",
+    }
+    assert client.post(url, post).status_code == 302
+    dossier.refresh_from_db()
+    assert dossier.data["patient"]["gestational_age_weeks"] == 19
+    assert dossier.data["patient"]["height_cm"] == 168
+    patient = _section(_page(client, dossier), "patient")
+    assert "Gestational age (weeks)" in patient
+    assert "19 weeks" in patient
+    assert "168 cm" in patient
+    exported = json.loads(client.get(reverse("consult:dossier-export", args=[dossier.pk])).content)
+    assert exported["patient"]["gestational_age_weeks"] == 19
+
+
+def test_gestational_age_without_pregnancy_is_refused_beside_the_field(
+    client: Any, dossier: LesionDossier, clinician: Any
+) -> None:
+    client.force_login(clinician)
+    url = reverse("consult:dossier-edit", args=[dossier.pk, "patient"])
+    post = {
+        "patient__sex": "female",
+        "patient__pregnant": "false",
+        "patient__gestational_age_weeks": "10",
+    }
+    response = client.post(url, post)
+    assert response.status_code == 422
+    page = response.content.decode()
+    errors = page[page.index('id="errors-patient__gestational_age_weeks"') :]
+    message = "A gestational age (10 weeks) is recorded but Pregnant is false"
+    assert errors.index(message) < errors.index("</div>")
+    dossier.refresh_from_db()
+    assert dossier.data["patient"]["gestational_age_weeks"] is None
