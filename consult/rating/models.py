@@ -114,7 +114,7 @@ class Packet(models.Model):
 
     @property
     def stratum(self) -> str:
-        return f"{self.cancer_type} × {self.complexity}"
+        return f"{self.cancer_type} / {self.complexity}"
 
     def arm_of(self, position: str) -> str:
         """'system' or 'comparator': what the plan a rater saw at ``position`` was."""

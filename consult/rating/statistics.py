@@ -175,7 +175,7 @@ class Correlation:
 
 
 def spearman_matrix(columns: Sequence[Sequence[float]]) -> list[list[Correlation]]:
-    """Spearman's ρ and its p value for every pair of columns (paired observations)."""
+    """Spearman's rho and its p value for every pair of columns (paired observations)."""
     size = len(columns)
     out: list[list[Correlation]] = []
     for i in range(size):
