@@ -10,8 +10,8 @@ always falls in the same stratum; a value that is not available never makes a ca
 - pregnancy or breastfeeding
 - previously treated: a prior line of therapy, or recurrent, progressive or residual disease
 - organ dysfunction: Child–Pugh B or C, moderate or severe ascites, any hepatic
-  encephalopathy, untreated large varices, creatinine clearance (Cockcroft–Gault) under 50 mL/min, LVEF under 50 %,
-  interstitial lung disease
+  encephalopathy, untreated large varices, creatinine clearance (Cockcroft–Gault) under
+  50 mL/min, LVEF under 50 %, interstitial lung disease
 - immune compromise: a transplant, HIV, active autoimmune disease, high-dose steroids or
   another immunosuppressant
 - brain metastases

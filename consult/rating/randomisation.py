@@ -1,7 +1,7 @@
 """Stratified permuted-block randomisation of a study's packets, rater assignment and each
 rater's case order: a pure function of its inputs and one seed (no Django).
 
-Within each stratum (cancer type × complexity) the cases are shuffled, then cut into blocks
+Within each stratum (cancer type by complexity) the cases are shuffled, then cut into blocks
 whose size is drawn, block by block, from the study's set of even sizes; each block holds
 as many packets with the system plan shown as "A" as with it shown as "B". The last block of
 a stratum is cut short when the stratum runs out (its first cases keep their positions from

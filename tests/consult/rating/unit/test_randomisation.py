@@ -20,10 +20,11 @@ CANCERS = ("hcc", "lung_adenocarcinoma", "breast", "lymphoma")
 
 def _cases(n: int = 41) -> list[CaseInput]:
     # uneven strata on purpose: 8 strata of different sizes, none a multiple of every block
+    levels = ("standard", "complex")
     return [
-        CaseInput(key=100 + i, cancer_type=CANCERS[i % 4], complexity=("standard", "complex")[i % 3 == 0])
+        CaseInput(key=100 + i, cancer_type=CANCERS[i % 4], complexity=levels[i % 3 == 0])
         for i in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def _allocate(seed: int, **overrides: object) -> Allocation:
