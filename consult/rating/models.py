@@ -66,6 +66,7 @@ class Study(models.Model):
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
     status = models.CharField(max_length=10, choices=StudyStatus.choices, default=StudyStatus.OPEN)
+    raters = models.JSONField()  # the rater ids the allocation was drawn for
     raters_per_packet = models.PositiveSmallIntegerField()
     block_sizes = models.JSONField()
     seed = models.BigIntegerField()
