@@ -126,14 +126,10 @@ def icc_forest(labels: Sequence[str], values: Sequence[ICC | None]) -> str:
             if value is None:
                 axes.text(0.5, i, "not computable", va="center", fontsize=8, color="#666")
                 continue
-            axes.errorbar(
-                value.icc,
-                i,
-                xerr=[[value.icc - value.low], [value.high - value.icc]],
-                fmt="o",
-                color=COLOURS["system"],
-                capsize=3,
-            )
+            error = None
+            if value.low is not None and value.high is not None:
+                error = [[value.icc - value.low], [value.high - value.icc]]
+            axes.errorbar(value.icc, i, xerr=error, fmt="o", color=COLOURS["system"], capsize=3)
         axes.set_yticks(range(len(labels)))
         axes.set_yticklabels(labels)
         axes.invert_yaxis()

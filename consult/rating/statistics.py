@@ -74,8 +74,8 @@ def proportion_ci(k: int, n: int, *, confidence: float = CONFIDENCE) -> Proporti
 @dataclass(frozen=True)
 class ICC:
     icc: float
-    low: float
-    high: float
+    low: float | None  # None when every rater gave every target the same score (no error)
+    high: float | None
     f: float
     df1: int
     df2: int
@@ -103,10 +103,14 @@ def icc_2_1(matrix: Sequence[Sequence[float]], *, confidence: float = CONFIDENCE
     df_rows, df_cols, df_error = n - 1, k - 1, (n - 1) * (k - 1)
     msr, msc, mse = ss_rows / df_rows, ss_cols / df_cols, ss_error / df_error
     denominator = msr + (k - 1) * mse + k * (msc - mse) / n
-    if denominator <= 0 or mse <= 0 or msr <= 0:
-        # Identical scores everywhere (or no residual variance): agreement is undefined.
+    if denominator <= 0 or msr <= 0:
+        # No variance between targets (identical scores everywhere): agreement is undefined.
         return None
     icc = (msr - mse) / denominator
+    if mse <= 0:
+        # No residual at all: the raters agree exactly, up to a constant offset between them
+        # (which absolute agreement counts). F is infinite and the interval degenerate.
+        return ICC(float(icc), None, None, math.inf, df_rows, df_error, 0.0, n, k)
     f = msr / mse
     p = float(stats.f.sf(f, df_rows, df_error))
     # McGraw & Wong (1996), case 2A: Satterthwaite's degrees of freedom for the denominator.

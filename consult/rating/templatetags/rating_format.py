@@ -10,9 +10,14 @@ register = template.Library()
 NOT_ENOUGH = "n/a"
 
 
+def _missing(value: Any) -> bool:
+    # A figure that could not be computed is None; an attribute of a missing one renders "".
+    return value is None or value == ""
+
+
 @register.filter
 def num(value: Any, digits: int = 2) -> str:
-    if value is None:
+    if _missing(value):
         return NOT_ENOUGH
     return f"{float(value):.{int(digits)}f}"
 
@@ -20,20 +25,20 @@ def num(value: Any, digits: int = 2) -> str:
 @register.filter
 def pvalue(value: Any) -> str:
     """p and q values: three decimals, "< 0.001" below that."""
-    if value is None:
+    if _missing(value):
         return NOT_ENOUGH
     return "< 0.001" if float(value) < 0.001 else f"{float(value):.3f}"
 
 
 @register.filter
 def percent(value: Any) -> str:
-    return NOT_ENOUGH if value is None else f"{100 * float(value):.0f} %"
+    return NOT_ENOUGH if _missing(value) else f"{100 * float(value):.0f} %"
 
 
 @register.filter
 def mean_ci(value: Any) -> str:
     """A MeanCI as "3.44 (3.29–3.59)"."""
-    if value is None:
+    if _missing(value):
         return NOT_ENOUGH
     if value.low is None:
         return f"{value.mean:.2f} (n = 1)"
@@ -43,7 +48,7 @@ def mean_ci(value: Any) -> str:
 @register.filter
 def median_iqr(value: Any) -> str:
     """A MedianIQR as "10.6 (9.5–12.0)"."""
-    if value is None:
+    if _missing(value):
         return NOT_ENOUGH
     return f"{value.median:.1f} ({value.q1:.1f}–{value.q3:.1f})"
 

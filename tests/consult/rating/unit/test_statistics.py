@@ -86,6 +86,13 @@ def test_icc_2_1_equals_pingouin_icc2(matrix: list[list[int]]) -> None:
     assert [round(result.low, 2), round(result.high, 2)] == pytest.approx(ci, abs=1e-9)
 
 
+def test_icc_of_raters_in_exact_agreement_is_one_without_an_interval() -> None:
+    result = icc_2_1([[1, 1], [3, 3], [5, 5]])
+    assert result is not None
+    assert result.icc == 1.0
+    assert (result.low, result.high, result.p) == (None, None, 0.0)
+
+
 def test_icc_is_not_computed_without_variance_or_enough_data() -> None:
     assert icc_2_1([[3, 3], [3, 3], [3, 3]]) is None
     assert icc_2_1([[1, 2, 3]]) is None  # one target
