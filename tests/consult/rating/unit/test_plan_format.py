@@ -61,19 +61,28 @@ def test_a_valid_plan_is_kept_without_its_engine_or_evidence() -> None:
         (
             {
                 "recommendation": {
-                    "components": [{"role": "alternative", "modality": "surgery",
-                                    "description": "x", "when": "if y"}]
+                    "components": [
+                        {
+                            "role": "alternative",
+                            "modality": "surgery",
+                            "description": "x",
+                            "when": "if y",
+                        }
+                    ]
                 }
             },
             "$.recommendation.components",
             'at least one component with role "primary"',
-        ),  # fmt: skip
+        ),
         ({"monitoring": [{"phase": "later", "what": "CT"}]}, "$.monitoring[0].phase", "one of"),
         ({"monitoring": "CT every 3 months"}, "$.monitoring", "must be a list"),
-        ({"safety": {"flags": [{"severity": "high", "text": "x"}]}}, "$.safety.flags[0].severity",
-         "must be one of critical, major, minor"),
+        (
+            {"safety": {"flags": [{"severity": "high", "text": "x"}]}},
+            "$.safety.flags[0].severity",
+            "must be one of critical, major, minor",
+        ),
     ],
-)  # fmt: skip
+)
 def test_every_problem_names_its_path(change: dict[str, Any], path: str, message: str) -> None:
     parsed = parse_plan_bytes(_raw({**COMPARATOR, **change}))
     assert not parsed.ok

@@ -283,7 +283,8 @@ def _llm_reply(request: Any) -> StubReply:
             "comment": "LLM-ONLY-REMARK",
         }
     )
-    assert "PLAN A" in request.user and "PLAN B" in request.user
+    assert "PLAN A" in request.user
+    assert "PLAN B" in request.user
     assert "guideline-engine" not in request.user
     assert "guideline engine" not in request.user.lower()
     return StubReply(content=json.dumps(reply.model_dump()))
