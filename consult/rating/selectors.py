@@ -21,6 +21,8 @@ from mdtboard.accounts.roles import Role, has_role, is_admin
 # What a rater must not see of the dossier: its identifiers (a case id such as "pub-hcc-01"
 # can be looked up; a pseudonym is still an identifier).
 HIDDEN_FROM_RATERS = frozenset({"format", "case_id", "patient.pseudonym"})
+# Shown once, above the sections.
+SHOWN_APART = frozenset({"question"})
 
 
 def _require_admin(user: Any) -> None:
@@ -196,7 +198,7 @@ def case_summary(data: dict[str, Any]) -> list[SectionView]:
     identifiers."""
     out = []
     for section in case_sections(data):
-        rows = [r for r in section.rows if r.path not in HIDDEN_FROM_RATERS]
+        rows = [r for r in section.rows if r.path not in HIDDEN_FROM_RATERS | SHOWN_APART]
         out.append(SectionView(section.key, section.label, rows, section.prior_therapies))
     return out
 

@@ -190,7 +190,7 @@ def spearman_matrix(columns: Sequence[Sequence[float]]) -> list[list[Correlation
             if n < 3 or len(set(x)) < 2 or len(set(y)) < 2:
                 row.append(Correlation(None, None, n))
             elif i == j:
-                row.append(Correlation(1.0, 0.0, n))
+                row.append(Correlation(1.0, None, n))
             else:
                 result = stats.spearmanr(x, y)
                 row.append(Correlation(float(result.statistic), float(result.pvalue), n))

@@ -46,11 +46,12 @@ def mean_ci(value: Any) -> str:
 
 
 @register.filter
-def median_iqr(value: Any) -> str:
+def median_iqr(value: Any, digits: int = 1) -> str:
     """A MedianIQR as "10.6 (9.5–12.0)"."""
     if _missing(value):
         return NOT_ENOUGH
-    return f"{value.median:.1f} ({value.q1:.1f}–{value.q3:.1f})"
+    d = int(digits)
+    return f"{value.median:.{d}f} ({value.q1:.{d}f}–{value.q3:.{d}f})"
 
 
 @register.filter

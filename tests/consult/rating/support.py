@@ -4,6 +4,7 @@ plans entered through the service, studies set up through the service."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -67,8 +68,10 @@ def _bundle() -> Any:
 
 
 def system_plan(case: dict[str, Any]) -> dict[str, Any]:
-    """The guideline engine's plan for a case, as a consultation would have saved it."""
-    return plan_offline(case, _bundle())
+    """The guideline engine's plan for a case, as a consultation would have saved it. On a
+    thread of its own: the engine runs an event loop, and a browser test already has one."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(plan_offline, case, _bundle()).result()
 
 
 def finished_consultation(

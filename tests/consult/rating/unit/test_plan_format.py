@@ -126,3 +126,20 @@ def test_blind_plan_reads_a_plan_without_roles_or_sections() -> None:
     assert [item.text for item in plan.pathway] == ["R-CHOP"]
     assert plan.precautions == ()
     assert plan.follow_up == ()
+
+
+def test_every_public_case_gives_a_valid_demo_comparator() -> None:
+    from consult.rating.management.commands.rating_demo import comparator_from_expected
+    from consult.rating.plan_format import validate_plan
+    from tests.paths import public_case_files
+
+    for path in public_case_files():
+        expected = json.loads(path.read_bytes())["expected"]
+        document = comparator_from_expected(expected)
+        assert document is not None, path.name
+        plan, errors = validate_plan(document)
+        assert not errors, (path.name, errors)
+        assert plan is not None
+        primary = json.dumps([c for c in plan["recommendation"]["components"]]).casefold()
+        for group in expected.get("primary_all") or []:
+            assert any(term.casefold() in primary for term in group), (path.name, group)
