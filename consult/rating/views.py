@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from consult.rating import selectors
 from consult.rating.analytics import study_analytics, study_ratings_rows
+from consult.rating.blinding import blind_plan
 from consult.rating.forms import (
     FORM_CHOICES,
     ComparatorImportForm,
@@ -23,6 +24,7 @@ from consult.rating.forms import (
     plan_from_entry,
 )
 from consult.rating.llm_rater import llm_rater_available, study_llm_rate_enqueue
+from consult.rating.models import StudyStatus
 from consult.rating.rubric import DIMENSIONS, GUESS_CHOICES, POSITIONS, PREFERENCE_CHOICES
 from consult.rating.services import (
     LOCKED,
@@ -151,8 +153,6 @@ def comparator_import_view(request: AuthedRequest, pk: int) -> HttpResponse:
 def comparator_detail(request: AuthedRequest, pk: int) -> HttpResponse:
     comparator = selectors.comparator_get(user=request.user, pk=pk)
     audit_record(action="comparator.view", actor=request.user, obj=comparator)
-    from consult.rating.blinding import blind_plan
-
     return render(
         request,
         "rating/comparator_detail.html",
@@ -241,7 +241,7 @@ def packet(request: AuthedRequest, pk: int) -> HttpResponse:
         "guess_choices": GUESS_CHOICES,
         "scale": (1, 2, 3, 4, 5),
         "locked": rating is not None,
-        "closed": assignment.study.status != "open",
+        "closed": assignment.study.status != StudyStatus.OPEN,
     }
     return render(request, "rating/packet.html", context, status=status)
 
