@@ -15,6 +15,7 @@ urlpatterns = [
     path("", include("mdtboard.core.urls")),
     path("", include("consult.urls")),
     path("kb/", include("knowledge.urls")),
+    path("rating/", include("consult.rating.urls")),
     path("accounts/", include("mdtboard.accounts.urls")),
     path("accounts/", include("allauth.urls")),
     path("admin/", admin.site.urls),

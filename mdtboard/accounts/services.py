@@ -192,6 +192,9 @@ _DEMO_USERS: tuple[tuple[Role, str, str, tuple[str, ...]], ...] = (
     (Role.CLINICIAN, "clinician@demo.mdtboard.test", "Dr Demo Clinician", DEMO_TEAMS),
     (Role.CLINICIAN, "clinician2@demo.mdtboard.test", "Dr Other Team", ("Breast MDT",)),
     (Role.RATER, "rater@demo.mdtboard.test", "Demo Rater", ()),
+    # Inter-rater reliability (ICC) needs at least two raters scoring the same packets.
+    (Role.RATER, "rater2@demo.mdtboard.test", "Demo Rater 2", ()),
+    (Role.RATER, "rater3@demo.mdtboard.test", "Demo Rater 3", ()),
     (Role.CURATOR, "curator@demo.mdtboard.test", "Demo Curator", ()),
     (Role.ADMIN, "admin@demo.mdtboard.test", "Demo Admin", ()),
 )

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "mdtboard.core",
     "knowledge",
     "consult",
+    "consult.rating",
 ]
 
 MIDDLEWARE = [

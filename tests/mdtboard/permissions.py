@@ -87,6 +87,23 @@ TABLE: dict[str, Row] = {
     "knowledge:diagnostics": {"GET": (L, D, D, D, A, A)},
     "knowledge:ingest": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
     "knowledge:ingest-draft": {"POST": (L, D, D, D, A, A)},
+    # --- rating studies ------------------------------------------------------------------------
+    # Raters: their own queue and the packets assigned to them (anyone else's: 404).
+    "rating:queue": {"GET": (L, D, D, A, D, D)},
+    "rating:packet": {"GET": (L, D, D, A, D, D), "POST": (L, D, D, A, D, D)},
+    # Comparator plans: clinicians of the dossier's team, and administrators.
+    "rating:comparator-list": {"GET": (L, A, A, D, D, A)},  # lists only the user's teams
+    "rating:comparator-detail": {"GET": (L, A, H, D, D, A)},
+    "rating:comparator-edit": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
+    "rating:comparator-import": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
+    # Studies, their allocation, analytics and unblinded export: administrators only.
+    "rating:study-list": {"GET": (L, D, D, D, D, A)},
+    "rating:study-create": {"GET": (L, D, D, D, D, A), "POST": (L, D, D, D, D, A)},
+    "rating:study-detail": {"GET": (L, D, D, D, D, A)},
+    "rating:study-close": {"POST": (L, D, D, D, D, A)},
+    "rating:study-llm": {"POST": (L, D, D, D, D, A)},
+    "rating:study-analytics": {"GET": (L, D, D, D, D, A)},
+    "rating:study-export": {"GET": (L, D, D, D, D, A)},
     # --- accounts (ours; allauth's are skipped above) ----------------------------------------
     "accounts:invite": {"GET": (L, D, D, D, D, A), "POST": (L, D, D, D, D, A)},
     "accounts:email": {"GET": (L, A, A, A, A, A), "POST": (L, A, A, A, A, A)},

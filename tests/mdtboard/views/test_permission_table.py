@@ -107,6 +107,9 @@ class World:
     unit_number: int
     published_version_id: int
     source_key: str
+    comparator_id: int
+    study_id: int
+    assignment_id: int
 
 
 class _NoModel:
@@ -158,6 +161,8 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
                 consultation_run(consultation_id=consultation.pk)
             consultation.refresh_from_db()
             assert consultation.plan is not None
+            comparator, study = _rating_objects(users, dossier, consultation)
+            assignment = study.assignments.get()
         yield World(
             users=users,
             dossier=dossier,
@@ -166,10 +171,33 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
             unit_number=published.number,
             published_version_id=published.pk,
             source_key=SOURCE["key"],
+            comparator_id=comparator.pk,
+            study_id=study.pk,
+            assignment_id=assignment.pk,
         )
     finally:
         with django_db_blocker.unblock():
             call_command("flush", interactive=False, verbosity=0)
+
+
+def _rating_objects(users: dict[str, Any], dossier: Any, consultation: Any) -> tuple[Any, Any]:
+    """The team's comparator plan for the dossier, and a study pairing it with the
+    consultation's plan, whose one packet goes to the rater."""
+    from consult.rating.services import StudySpec, comparator_create, study_create
+    from tests.consult.rating.support import COMPARATOR
+
+    comparator = comparator_create(actor=users["team-clinician"], dossier=dossier, plan=COMPARATOR)
+    study = study_create(
+        actor=users["admin"],
+        spec=StudySpec(
+            name="Permissions",
+            consultation_ids=[consultation.pk],
+            rater_ids=[users["rater"].pk],
+            raters_per_packet=1,
+            seed=1,
+        ),
+    )
+    return comparator, study
 
 
 # Path parameters of each route that has any, from the world's objects.
@@ -193,6 +221,15 @@ ARGUMENTS: dict[str, Callable[[World], dict[str, Any]]] = {
     "knowledge:version-hotfix": lambda w: {"key": w.unit_key, "number": w.unit_number},
     "knowledge:version-retire": lambda w: {"key": w.unit_key, "number": w.unit_number},
     "knowledge:source-edit": lambda w: {"key": w.source_key},
+    "rating:packet": lambda w: {"pk": w.assignment_id},
+    "rating:comparator-detail": lambda w: {"pk": w.comparator_id},
+    "rating:comparator-edit": lambda w: {"pk": w.dossier.pk},
+    "rating:comparator-import": lambda w: {"pk": w.dossier.pk},
+    "rating:study-detail": lambda w: {"pk": w.study_id},
+    "rating:study-close": lambda w: {"pk": w.study_id},
+    "rating:study-llm": lambda w: {"pk": w.study_id},
+    "rating:study-analytics": lambda w: {"pk": w.study_id},
+    "rating:study-export": lambda w: {"pk": w.study_id},
 }
 
 # What a POST sends, where an empty form would stop before the view's own checks.
