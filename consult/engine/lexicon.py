@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Final
 
 # --- drugs: canonical generic -> its classes ---------------------------------------------------
@@ -658,6 +658,7 @@ def members(cls: str) -> frozenset[str]:
     return frozenset(d for d, classes in DRUGS.items() if cls in classes)
 
 
+@cache
 def classes_of(drug: str) -> frozenset[str]:
     found = set(DRUGS.get(drug, ()))
     for parent in PARENTS.get(drug, ()):
@@ -772,8 +773,10 @@ def _negated(lower: str, mention: Mention, previous: list[tuple[Mention, bool]])
     return len(words) <= _MAX_GAP_WORDS
 
 
+@lru_cache(maxsize=4096)
 def read(text: str) -> Reading:
-    """What one text (a description, an agent name) gives and withholds."""
+    """What one text (a description, an agent name) gives and withholds. (Cached: the gate
+    reads the same items for every rule; the result is not to be changed.)"""
     reading = Reading()
     lower = normalise(text).lower()
     seen: list[tuple[Mention, bool]] = []
@@ -837,6 +840,13 @@ def given(
     """What an item with these agents and this description gives. ``notes`` (its dose
     adjustments) only withdraw: "Without vincristine: ..." takes vincristine out of "R-CHOP";
     an agent still listed is given whatever the notes say."""
+    return _given(tuple(agents), description, read_description, tuple(notes))
+
+
+@lru_cache(maxsize=4096)
+def _given(
+    agents: tuple[str, ...], description: str, read_description: bool, notes: tuple[str, ...]
+) -> Given:
     drugs: set[str] = set()
     classes: set[str] = set()
     for agent in agents:
@@ -860,6 +870,7 @@ def given(
     return Given(frozenset(drugs), frozenset(open_classes))
 
 
+@cache
 def resolve(name: str) -> tuple[frozenset[str], frozenset[str]] | None:
     """A safety rule's agent name as (drugs, classes); None when the lexicon does not know it
     (matched by its written words instead)."""
@@ -870,6 +881,7 @@ def resolve(name: str) -> tuple[frozenset[str], frozenset[str]] | None:
     return frozenset(drugs), frozenset(reading.classes)
 
 
+@lru_cache(maxsize=4096)
 def written(phrase: str, text: str) -> bool:
     """Whether a phrase the lexicon does not know occurs in a text, not negated."""
     wanted = " ".join(normalise(phrase).lower().replace("-", " ").split())
