@@ -25,7 +25,8 @@ from consult.engine.schemas import CrossReview, ProposedComponent, Vote
 # Roles whose review or vote is not a safety judgement.
 NOT_SAFETY = ("diagnostic", "treatment", "monitoring")
 FALLBACK_NOTE = (
-    "Offered by the knowledge base: no member proposed an option that passes the safety gate"
+    "Offered by the knowledge base: no option the members proposed could lead the pathway "
+    "(ruled out, without supporting evidence, or waiting for a precondition)"
 )
 
 
@@ -131,9 +132,9 @@ def gate_with_fallback(
             semantic=0.5,
             risk=0.7,
             implementation=0.5,
-            resolution="No member proposed an option the safety gate lets lead the pathway; "
-            "the knowledge base's next safe options were considered (guideline engine): "
-            f"{leading} leads.",
+            resolution="No option the members proposed could lead the pathway (ruled out, "
+            "without supporting evidence, or waiting for a precondition); the knowledge base's "
+            f"next safe options were considered (guideline engine): {leading} leads.",
         )
     )
     return second, used
