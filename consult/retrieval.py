@@ -96,9 +96,25 @@ class DbRetriever:
                 unit__cancer_type__in=[cancer_type, "any"], unit__kind__in=kinds
             )
         ]
-        vectors = query_vectors([request.query for request in requests])
+        searched = [request for request in requests if not request.everything]
+        vectors = dict(
+            zip(
+                [r.role for r in searched],
+                query_vectors([r.query for r in searched]) if searched else [],
+                strict=True,
+            )
+        )
         found: dict[str, Retrieved] = {}
-        for request, vector in zip(requests, vectors, strict=True):
+        for request in requests:
+            if request.everything:
+                # The safety gate: every rule of these kinds, checked whether or not it
+                # applies; no ranked search.
+                found[request.role] = Retrieved(
+                    applicable=[e for e in in_scope if e.kind in request.kinds], hits=[]
+                )
+                self.used_version_ids.update(e.version_id for e in found[request.role].applicable)
+                continue
+            vector = vectors[request.role]
             hits = unit_search(
                 query=request.query,
                 cancer_type=cancer_type,

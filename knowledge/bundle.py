@@ -302,6 +302,10 @@ class SafetyAction(_Strict):
     an alternative "once" it is), ``adjust`` (kept at an adjusted dose: ``advice`` says how,
     and ``calculation`` names a derived fact whose value is shown with it, e.g. the Calvert
     carboplatin dose), ``flag`` (a warning or an action for the patient, nothing withheld).
+    ``omit``: a remove rule that withdraws only the agents it names from a regimen that goes
+    on without them ("R-CHOP without vincristine"). ``addressed_by``: phrases that, in an
+    alternative's ``when``, say it waits until the contraindication no longer holds ("after
+    delivery", "once LVEF recovers"): such an alternative stays, never as the pathway.
     """
 
     type: Literal["safety"] = "safety"
@@ -315,6 +319,8 @@ class SafetyAction(_Strict):
     calculation: Annotated[str, Field(pattern=r"^derived\.[a-z0-9_]+$", max_length=80)] | None = (
         None
     )
+    omit: bool = False
+    addressed_by: tuple[Annotated[str, Field(min_length=3, max_length=80)], ...] = ()
 
     @model_validator(mode="after")
     def _targets_something(self) -> SafetyAction:
@@ -326,6 +332,10 @@ class SafetyAction(_Strict):
             raise ValueError("demotes is for condition rules")
         if self.calculation and self.effect != "adjust":
             raise ValueError("calculation is for adjust rules")
+        if self.omit and (self.effect != "remove" or not self.agents):
+            raise ValueError("omit is for remove rules that name agents")
+        if self.addressed_by and self.effect != "remove":
+            raise ValueError("addressed_by is for remove rules")
         return self
 
 

@@ -51,11 +51,16 @@ class BundleRetriever:
         ]
 
     def applicable(
-        self, *, cancer_type: str, kinds: Sequence[str], case: Mapping[str, Any]
+        self,
+        *,
+        cancer_type: str,
+        kinds: Sequence[str],
+        case: Mapping[str, Any],
+        everything: bool = False,
     ) -> list[Evidence]:
         facts = case_facts(case)
         found = [self._evidence(u, facts) for u in self._scope(cancer_type, kinds)]
-        return [e for e in found if e.applies is not False]
+        return [e for e in found if everything or e.applies is not False]
 
     def search(
         self, *, query: str, cancer_type: str, kinds: Sequence[str], k: int, case: Mapping[str, Any]
@@ -83,9 +88,15 @@ class BundleRetriever:
     ) -> dict[str, Retrieved]:
         return {
             r.role: Retrieved(
-                applicable=self.applicable(cancer_type=cancer_type, kinds=r.kinds, case=case),
-                hits=self.search(
-                    query=r.query, cancer_type=cancer_type, kinds=r.kinds, k=k, case=case
+                applicable=self.applicable(
+                    cancer_type=cancer_type, kinds=r.kinds, case=case, everything=r.everything
+                ),
+                hits=(
+                    []
+                    if r.everything
+                    else self.search(
+                        query=r.query, cancer_type=cancer_type, kinds=r.kinds, k=k, case=case
+                    )
                 ),
             )
             for r in requests

@@ -7,7 +7,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from consult.engine.matching import SEVERITY_RISK, drug_key, substitution, targets, vetoes
+from consult.engine.matching import (
+    SEVERITY_RISK,
+    addressed,
+    drug_key,
+    substitution,
+    targets,
+    vetoes,
+)
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import (
     ConflictRecord,
@@ -73,7 +80,9 @@ def _restrictions(
 ) -> list[tuple[Evidence, list[str]]]:
     found = []
     for unit in safety_evidence:
-        if unit.applies is not True or unit.action.get("effect") not in ("remove", "condition"):
+        if unit.applies is not True or not (
+            unit.action.get("effect") in ("remove", "condition") or vetoes(unit.action)
+        ):
             continue
         hit = targets(unit.action, component)
         if hit:
@@ -155,7 +164,9 @@ def weighted_consensus(
         vetoing = [
             (u, hit)
             for u, hit in restrictions
-            if vetoes(u.action) and substitution(component, hit) is None
+            if vetoes(u.action)
+            and substitution(component, hit, u.action) is None
+            and not addressed(u.action, component)
         ]
         if vetoing:
             unit, hit = vetoing[0]
@@ -176,6 +187,17 @@ def weighted_consensus(
                 RejectedOption(
                     option=description,
                     reason=f"weighted support {score:.2f} below {KEEP_THRESHOLD}",
+                )
+            )
+            continue
+        if not any(description not in unsupported.get(role, set()) for role in proposers):
+            # Only members citing no knowledge unit that backs it: their half-weight support
+            # can reach the threshold but never passes it, and a tie does not keep an item.
+            rejected.append(
+                RejectedOption(
+                    option=description,
+                    reason=f"weighted support {score:.2f} from members citing no knowledge "
+                    "unit that supports it",
                 )
             )
             continue
@@ -224,15 +246,15 @@ def critique_conflicts(
     for reviewer, target, critique in critiques:
         if critique.agree:
             continue
-        risk = 0.0
-        if reviewer == "safety":
-            # The risk of the most severe applicable rule the critique cites, else moderate.
-            cited = [
-                SEVERITY_RISK.get(str(u.action.get("severity")), 0.3)
-                for u in safety_evidence
-                if u.applies is True and u.unit_id in critique.critique
-            ]
-            risk = max(cited, default=0.5)
+        # The risk of the most severe applicable rule the critique cites (whoever raises it:
+        # a specialist citing a critical rule weighs as much as Safety), else moderate for
+        # Safety and none for the others.
+        cited = [
+            SEVERITY_RISK.get(str(u.action.get("severity")), 0.3)
+            for u in safety_evidence
+            if u.applies is True and u.unit_id in critique.critique
+        ]
+        risk = max(cited, default=0.5 if reviewer == "safety" else 0.0)
         implementation = 1.0 if "not available" in critique.critique else 0.0
         records.append(
             conflict_record(

@@ -30,7 +30,7 @@ from consult.engine.context import (
     Triage,
     VoteInput,
 )
-from consult.engine.gate import safety_gate
+from consult.engine.gate import relevant_need
 from consult.engine.grounding import ground_report, tree_nodes
 from consult.engine.protocols import (
     EngineEvent,
@@ -46,6 +46,12 @@ from consult.engine.protocols import (
     Usage,
 )
 from consult.engine.providers import Answer, GuidelineProvider, LLMProvider
+from consult.engine.safeguards import (
+    gate_with_fallback,
+    guideline_options,
+    review_with_rules,
+    vote_with_rules,
+)
 from consult.engine.schemas import (
     ConflictRecord,
     CrossReview,
@@ -356,7 +362,8 @@ class Deliberation:
                 evidence=self.state.evidence[reviewer],
             )
             answer = await self.provider.review(inp)
-            review: CrossReview = answer.value
+            # The rules of the reviewer's domain object whatever the reviewer says.
+            review: CrossReview = review_with_rules(inp, answer.value)
             payload = {
                 "reviewer": reviewer,
                 "target": target,
@@ -463,7 +470,7 @@ class Deliberation:
                 facts=self.state.facts,
             )
             answer = await self.provider.vote(inp)
-            vote: Vote = answer.value
+            vote: Vote = vote_with_rules(inp, answer.value)
             payload = {"vote": vote.model_dump(), "fallback": answer.fallback}
             return StepResult(
                 payload,
@@ -546,14 +553,21 @@ class Deliberation:
         )
 
         async def gate_run() -> StepResult:
-            outcome = safety_gate(
+            units = await self._gate_units(safety_units)
+            outcome, fallback = gate_with_fallback(
                 draft.components,
-                safety_units,
+                units,
+                options=self._guideline_options,
+                withdrawn=withdrawn,
                 facts=self.state.facts,
                 declines=declines if isinstance(declines, list) else [],
                 ruled_out=ruled_out,
+                labels=self.labels,
             )
+            cited = set(outcome.cited)
             payload = {
+                "units": [_evidence_to_dict(u) for u in units if u.unit_id in cited],
+                "fallback": fallback,
                 "components": [c.model_dump() for c in outcome.components],
                 "gates": [g.model_dump() for g in outcome.gates],
                 "flags": [f.model_dump() for f in outcome.flags],
@@ -587,6 +601,24 @@ class Deliberation:
         result = await self._step("plan", plan_run)
         return Plan.model_validate(result["plan"])
 
+    async def _gate_units(self, retrieved: Sequence[Evidence]) -> list[Evidence]:
+        """Every safety rule of the knowledge base for this cancer, whether it applies or not,
+        whatever the members retrieved: the gate reports what it checked and passed too."""
+        found = await self._fetch([EvidenceRequest("safety_gate", "", SAFETY_KINDS, True)])
+        units = {e.unit_id: e for e in retrieved}
+        units.update({e.unit_id: e for e in found["safety_gate"].applicable})
+        return list(units.values())
+
+    def _guideline_options(self) -> list[ProposedComponent]:
+        return guideline_options(
+            self.state.evidence.get("treatment", []),
+            round=self.state.rounds,
+            case=self.state.case,
+            facts=self.state.facts,
+            staging=self.state.staging,
+            labels=self.labels,
+        )
+
     def _assemble(self, gate: Mapping[str, Any]) -> Plan:
         assert self.state.synthesis is not None  # noqa: S101
         draft = self.state.synthesis.draft
@@ -609,6 +641,8 @@ class Deliberation:
             for e in claim.evidence
         ]
         memory = {e.unit_id: e for units in self.state.evidence.values() for e in units}
+        for unit in gate.get("units") or ():
+            memory.setdefault(unit["unit_id"], _evidence_from_dict(unit))
         evidence = [
             EvidenceItem(**memory[key].cite()) for key in dict.fromkeys(cited) if key in memory
         ]
@@ -616,8 +650,10 @@ class Deliberation:
         # gates of the items in the plan (not the rules about drugs nobody proposed).
         deciders = ("diagnostic", "treatment")
         needs = sorted(
-            set(gate["needs_data"])
+            n
+            for n in set(gate["needs_data"])
             | {n for role in deciders for n in self.state.reports.get(role, _EMPTY).needs_data}
+            if relevant_need(n, self.state.facts)
         )
         intent = draft.intent
         # The gate may have changed the pathway: the answer is written from the final plan.
@@ -628,6 +664,7 @@ class Deliberation:
             components=[ProposedComponent.model_validate(c.model_dump()) for c in plan_components],
             rejected=_unique_rejected(rejected),
             intent=intent,
+            waits={c.description: c.waits_for for c in plan_components if c.waits_for},
         )
         return Plan(
             case_id=str(self.state.case.get("case_id") or ""),

@@ -1,16 +1,28 @@
 """The deterministic safety gate: always runs after the Coordinator, whatever the engine.
 
-Every published contraindication, interaction and organ-function gate of the case's cancer
-type is checked against the plan items (pathway and alternatives). When a rule fires: a
-critical or major "remove" takes the item out of the pathway and every alternative, and the
-next safe option becomes the pathway (unless the agent it names has an interchangeable
-partner in the regimen, cisplatin -> carboplatin: then only that agent is withdrawn and the
-item stays, saying so); a "condition" that ``demotes`` puts the item behind
-every option that is not blocked; a plain "condition" stays attached as a precondition; an
-"adjust" adds the dose adjustment (with its calculated value); a "flag" warns. Each decision
-leaves a conflict record with the safety-first rationale. A rule whose inputs are missing
-reports "unknown" and asks for the data; it never passes silently. Only rules that concern an
-item of the plan (or the patient whatever the plan) are reported.
+Every published contraindication, interaction and organ-function gate is checked against the
+plan items (pathway and alternatives), by the drugs they give (generic, brand, regimen or class,
+``lexicon``) and their modality. When a rule fires:
+
+- a critical or major "remove" takes the item out of the pathway and every alternative, and
+  the next safe option becomes the pathway. Two exceptions keep the item without the drug: the
+  agent has an interchangeable partner in the regimen (cisplatin -> carboplatin), or the rule
+  ``omit``s it (R-CHOP without vincristine). An alternative whose ``when`` addresses the rule
+  ("after delivery") is *held*: it stays an alternative, never the pathway;
+- a "condition" that ``demotes`` puts the item behind every option that is not blocked; a
+  critical one holds it (never the pathway, even when nothing safer is on offer);
+- a plain "condition" (and a minor "remove") stays attached as the action the item requires
+  (premedication, a baseline test, prophylaxis); an "adjust" adds the dose adjustment (with its
+  calculated value); a "flag" warns.
+
+Each rule checked is reported with its status: ``fail`` when the item cannot be given as
+planned (removed, held, demoted), ``pass`` when it can (the rule does not fire, or the item
+goes ahead with the required action, the adjusted dose, without the withdrawn agent, or with
+a warning), ``unknown`` when the inputs are missing (it asks for the data, never passes
+silently). ``effect`` says which, ``action`` what must be done. Only rules that concern an item
+of the plan are reported (and flags about the patient whatever the plan); rules about
+pregnancy or breastfeeding are left out for a patient who cannot be pregnant. Each decision
+leaves a conflict record with the safety-first rationale.
 """
 
 from __future__ import annotations
@@ -19,19 +31,37 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from consult.engine import lexicon
 from consult.engine.consensus import conflict_record
 from consult.engine.dosing import dose_note
-from consult.engine.matching import SEVERITY_RISK, norm_name, substitution, targets, vetoes
-from consult.engine.pathway import arrange
+from consult.engine.matching import (
+    SEVERITY_RISK,
+    addressed,
+    norm_name,
+    omits,
+    substitution,
+    targets,
+    vetoes,
+)
+from consult.engine.pathway import ADJUNCT_MODALITIES, arrange, once
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import (
     ConflictRecord,
     Flag,
+    GateEffect,
     GateResult,
+    GateStatus,
     PlanComponent,
     ProposedComponent,
     RejectedOption,
 )
+
+# Facts that only concern a patient who can be pregnant or breastfeed.
+REPRODUCTIVE_FACTS = ("patient.pregnant", "patient.breastfeeding", "patient.lactating")
+# Above this age (and after the menopause, or for a man) the pregnancy and breastfeeding rules
+# are not reported; a recorded pregnancy is always checked. The knowledge base uses the same
+# age in its own pregnancy rules.
+REPRODUCTIVE_AGE_LIMIT = 55
 
 
 @dataclass
@@ -43,10 +73,33 @@ class GateOutcome:
     conflicts: list[ConflictRecord] = field(default_factory=list)
     needs_data: list[str] = field(default_factory=list)
     cited: list[str] = field(default_factory=list)
+    # Plan items waiting for a precondition (demoted) or for the contraindication to pass (held).
+    blocked: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def option(self) -> PlanComponent | None:
+        """The recommended treatment option (the first primary item that is not an adjunct)."""
+        return next(
+            (
+                c
+                for c in self.components
+                if c.role == "primary" and not (c.adjunct or c.modality in ADJUNCT_MODALITIES)
+            ),
+            None,
+        )
+
+    @property
+    def safe_pathway(self) -> bool:
+        """Whether the pathway has an option that waits for nothing."""
+        option = self.option
+        return option is not None and option.description not in self.blocked
 
 
-def _as_plan(component: ProposedComponent, conditions: list[str], order: int) -> PlanComponent:
+def _as_plan(
+    component: ProposedComponent, conditions: list[str], order: int, waits_for: str = ""
+) -> PlanComponent:
     return PlanComponent(
+        waits_for=waits_for if component.role == "primary" else "",
         role=component.role,
         order=order if component.role == "primary" else None,
         rank=component.rank if component.role == "alternative" else None,
@@ -62,7 +115,17 @@ def _as_plan(component: ProposedComponent, conditions: list[str], order: int) ->
     )
 
 
-def _calculated(unit: Evidence, facts: Mapping[str, Any], component: ProposedComponent) -> str:
+def label_of(fact: str, labels: Mapping[str, str]) -> str:
+    """A fact as a clinician reads it: "organ_function.lvef_pct" -> "LVEF (%)"."""
+    return labels.get(fact) or fact.split(".")[-1].replace("_", " ")
+
+
+def _calculated(
+    unit: Evidence,
+    facts: Mapping[str, Any],
+    component: ProposedComponent,
+    labels: Mapping[str, str],
+) -> str:
     name = unit.action.get("calculation")
     if not name:
         return ""
@@ -71,8 +134,47 @@ def _calculated(unit: Evidence, facts: Mapping[str, Any], component: ProposedCom
     if note is not None:
         return f": {note}"
     value = facts.get(str(name))
-    label = str(name).removeprefix("derived.").replace("_", " ")
+    label = labels.get(str(name)) or str(name).removeprefix("derived.").replace("_", " ")
     return f" [{label}: {value}]" if value is not None else f" [{label}: not calculable]"
+
+
+def _conditions(unit: Evidence) -> list[Mapping[str, Any]]:
+    context = unit.content.get("context") or {}
+    return [*(context.get("all") or ()), *(context.get("any") or ())]
+
+
+def cannot_be_pregnant(facts: Mapping[str, Any]) -> bool:
+    """A man, a postmenopausal woman or a woman over the age limit, with no pregnancy or
+    breastfeeding recorded."""
+    if any(facts.get(fact) is True for fact in REPRODUCTIVE_FACTS):
+        return False
+    age = facts.get("patient.age_years")
+    return (
+        facts.get("patient.sex") == "male"
+        or facts.get("patient.menopausal_status") == "postmenopausal"
+        or (isinstance(age, int | float) and age > REPRODUCTIVE_AGE_LIMIT)
+    )
+
+
+def relevant_need(need: str, facts: Mapping[str, Any]) -> bool:
+    """Whether a data request ("patient.pregnant (for unit)") concerns this patient: a
+    pregnancy status is not asked of a patient who cannot be pregnant."""
+    fact = need.split(" ", 1)[0]
+    return not (fact in REPRODUCTIVE_FACTS and cannot_be_pregnant(facts))
+
+
+def relevant(unit: Evidence, facts: Mapping[str, Any]) -> bool:
+    """Whether a rule concerns this patient at all: a pregnancy or breastfeeding rule does not
+    concern a patient who cannot be pregnant."""
+    reproductive = any(c.get("fact") in REPRODUCTIVE_FACTS for c in _conditions(unit))
+    return not (reproductive and cannot_be_pregnant(facts))
+
+
+def _readable(names: list[str]) -> list[str]:
+    """The drugs a rule was checked for, by name: the class names it also lists ("anti-PD-1")
+    only when no drug of the plan is named."""
+    named = [n for n in names if (found := lexicon.resolve(n)) is None or found[0]]
+    return named or names
 
 
 def safety_gate(
@@ -82,18 +184,26 @@ def safety_gate(
     facts: Mapping[str, Any] | None = None,
     declines: Collection[str] = (),
     ruled_out: Sequence[ProposedComponent] = (),
+    labels: Mapping[str, str] | None = None,
 ) -> GateOutcome:
     """``ruled_out``: items the board already withdrew (a member answering an objection):
-    not planned again, but the rules about them are reported, so the plan shows why."""
+    not planned again, but the rules about them are reported, so the plan shows why.
+    ``safety_units``: every safety rule to check, whether or not it applies (those that do
+    not are reported as passed for the items they concern)."""
     facts = facts or {}
+    labels = labels or {}
     outcome = GateOutcome(components=[])
     items = [c.model_copy(deep=True) for c in components]
     removed: dict[str, str] = {}
     demoted: dict[str, str] = {}
-    # Agents the gate withdrew from an item whose interchangeable partner took their place.
+    held: dict[str, str] = {}
+    # Agents the gate withdrew from an item (an interchangeable partner took their place, or
+    # the regimen goes on without them).
     withdrawn: dict[int, set[str]] = {}
     conditions: dict[str, list[str]] = {}
     for unit in sorted(safety_units, key=lambda u: u.unit_id):
+        if not relevant(unit, facts):
+            continue
         action = unit.action
         gate = str(action.get("gate") or unit.kind)
         effect = str(action.get("effect") or "flag")
@@ -107,41 +217,48 @@ def safety_gate(
         earlier = {c.description: targets(action, c) for c in ruled_out}
         earlier = {d: h for d, h in earlier.items() if h}
         # A rule matters when it targets a plan item; a flag that names no agent and no
-        # modality (e.g. antiviral prophylaxis) concerns the patient whatever the plan.
+        # modality (e.g. antiviral prophylaxis) concerns the patient whatever the plan, when
+        # it fires or cannot be decided.
         general_flag = (
-            effect == "flag" and not action.get("agents") and not action.get("modalities")
+            effect == "flag"
+            and not action.get("agents")
+            and not action.get("modalities")
+            and unit.applies is not False
         )
         if not hits and not earlier and not general_flag:
             continue
         if not hits and not general_flag and not (unit.applies is True and vetoes(action)):
             continue  # about a withdrawn item only: just the rule that ruled it out counts
-        touched = sorted({name for h in [*hits.values(), *earlier.values()] for name in h})
+        touched = _readable(sorted({n for h in [*hits.values(), *earlier.values()] for n in h}))
         applies_to = [items[i].description for i in hits] + list(earlier)
         what = ", ".join(touched) or "the patient"
         outcome.cited.append(unit.unit_id)
         if unit.applies is None:
-            needs = list(unit.missing)
+            needs = [label_of(fact, labels) for fact in unit.missing]
             outcome.gates.append(
                 GateResult(
                     gate=gate,
                     status="unknown",
+                    effect="needs_data",
                     unit=unit.unit_id,
                     needs=needs,
+                    needs_facts=list(unit.missing),
                     applies_to=applies_to,
                     detail=f"{unit.title}: cannot be checked for {what}; needs "
                     + (", ".join(needs) or "data not in the dossier"),
                 )
             )
-            outcome.needs_data.extend(f"{fact} (for {unit.unit_id})" for fact in needs)
+            outcome.needs_data.extend(f"{fact} (for {unit.unit_id})" for fact in unit.missing)
             continue
         if unit.applies is False:
             outcome.gates.append(
                 GateResult(
                     gate=gate,
                     status="pass",
+                    effect="clear",
                     unit=unit.unit_id,
                     applies_to=applies_to,
-                    detail=f"{unit.title}: not triggered for {what}",
+                    detail=f"{unit.title}: checked for {what}, does not apply to this patient",
                 )
             )
             continue
@@ -153,16 +270,35 @@ def safety_gate(
                 evidence=[unit.unit_id],
             )
         )
-        status = "fail"
+        status: GateStatus = "fail"
+        result: GateEffect = "removed"
+        required = ""
         if vetoes(action) and hits:
-            substituted_only = True
+            kept_only = True  # every item kept, without the agent or as a held alternative
             for index, names in hits.items():
-                description = items[index].description
+                item = items[index]
+                description = item.description
                 if description in removed:
                     continue
-                withdraw = substitution(items[index], names)
+                phrase = addressed(action, item)
+                if phrase:
+                    held.setdefault(description, item.when)
+                    conditions.setdefault(description, []).append(f"{advice} ({unit.unit_id})")
+                    outcome.conflicts.append(
+                        conflict_record(
+                            between=["treatment", "safety"],
+                            semantic=0.5,
+                            risk=SEVERITY_RISK.get(severity, 0.7),
+                            implementation=0.5,
+                            resolution=f"{description} ({', '.join(names)}) stays an "
+                            f"alternative only {item.when}, never the pathway: {severity} "
+                            f"{unit.kind} {unit.unit_id}.",
+                        )
+                    )
+                    result = "held"
+                    continue
+                withdraw = substitution(item, names, action)
                 if withdraw is not None:
-                    item = items[index]
                     item.agents = [a for a in item.agents if a not in withdraw]
                     item.interchangeable = [
                         [a for a in group if a not in withdraw] for group in item.interchangeable
@@ -171,6 +307,11 @@ def safety_gate(
                     item.dose_adjustments.append(
                         f"Without {', '.join(withdraw)}: {advice} ({unit.unit_id})"
                     )
+                    partner = (
+                        "the regimen goes on without it"
+                        if omits(action)
+                        else "the interchangeable agent of the regimen takes its place"
+                    )
                     outcome.conflicts.append(
                         conflict_record(
                             between=["treatment", "safety"],
@@ -178,12 +319,14 @@ def safety_gate(
                             risk=SEVERITY_RISK.get(severity, 0.7),
                             implementation=0.5,
                             resolution=f"Safety gate withdrew {', '.join(withdraw)} from "
-                            f"{description}: {severity} {unit.kind} {unit.unit_id}; the "
-                            "interchangeable agent of the regimen takes its place.",
+                            f"{description}: {severity} {unit.kind} {unit.unit_id}; {partner}.",
                         )
                     )
+                    if result != "held":
+                        result = "withdrawn"
                     continue
-                substituted_only = False
+                kept_only = False
+                result = "removed"
                 removed[description] = f"{unit.title}: {advice} ({unit.unit_id})"
                 outcome.conflicts.append(
                     conflict_record(
@@ -196,13 +339,19 @@ def safety_gate(
                         "efficacy; the next safe option takes its place.",
                     )
                 )
-            if substituted_only:
+            if kept_only and result == "withdrawn":
                 status = "pass"  # the plan keeps every item, each without the agent
-        elif hits and effect in ("remove", "condition"):
+        elif hits and effect in ("remove", "condition") and action.get("demotes"):
+            # A failed gate: the option waits for the precondition. A critical one never
+            # leads the pathway, even when nothing safer is on offer.
+            critical = severity == "critical"
+            result = "held" if critical else "demoted"
             for index in hits:
                 description = items[index].description
                 conditions.setdefault(description, []).append(f"{advice} ({unit.unit_id})")
-                if action.get("demotes"):
+                if critical:
+                    held.setdefault(description, once(advice))
+                else:
                     demoted.setdefault(description, advice.rstrip("."))
             outcome.conflicts.append(
                 conflict_record(
@@ -210,42 +359,62 @@ def safety_gate(
                     semantic=0.5,
                     risk=SEVERITY_RISK.get(severity, 0.3),
                     implementation=0.5,
-                    resolution=(
-                        f"{what}: waits for a precondition, the next safe option goes first: "
-                        if action.get("demotes")
-                        else f"Kept {what} on condition: "
-                    )
+                    resolution=f"{what}: waits for a precondition, the next safe option goes "
+                    + ("first, and it never leads the pathway before: " if critical else "first: ")
                     + f"{advice} ({unit.unit_id}).",
                 )
             )
+        elif hits and effect in ("remove", "condition"):
+            # The item goes ahead with the action the rule requires.
+            status, result, required = "pass", "precondition", advice
+            for index in hits:
+                description = items[index].description
+                conditions.setdefault(description, []).append(f"{advice} ({unit.unit_id})")
+            outcome.conflicts.append(
+                conflict_record(
+                    between=["treatment", "safety"],
+                    semantic=0.5,
+                    risk=SEVERITY_RISK.get(severity, 0.3),
+                    implementation=0.5,
+                    resolution=f"Kept {what} on condition: {advice} ({unit.unit_id}).",
+                )
+            )
         elif not hits and earlier and vetoes(action):
-            status = "fail"  # already withdrawn by the board for this rule
+            status, result = "fail", "removed"  # already withdrawn by the board for this rule
         elif hits and effect == "adjust":
             for index in hits:
-                text = f"{advice}{_calculated(unit, facts, items[index])} ({unit.unit_id})"
+                text = f"{advice}{_calculated(unit, facts, items[index], labels)} ({unit.unit_id})"
                 if text not in items[index].dose_adjustments:
                     items[index].dose_adjustments.append(text)
-            status = "pass"
+            status, result, required = "pass", "dose", advice
         else:
             # A flag asks for an action (e.g. antiviral prophylaxis); nothing is withheld.
-            status = "pass"
+            status, result, required = "pass", "warning", advice
         outcome.gates.append(
             GateResult(
                 gate=gate,
-                status=status,  # type: ignore[arg-type]
+                status=status,
+                effect=result,
+                action=required,
                 unit=unit.unit_id,
                 applies_to=applies_to,
                 detail=f"{unit.title}: {advice}".strip(": "),
             )
         )
-    arranged = arrange(items, removed=removed, demoted=demoted, declines=declines)
+    arranged = arrange(items, removed=removed, demoted=demoted, held=held, declines=declines)
     outcome.rejected = arranged.rejected
+    outcome.blocked = {**demoted, **held}
     order = 0
     for component in arranged.components:
         if component.role == "primary":
             order += 1
         outcome.components.append(
-            _as_plan(component, conditions.get(component.description, []), order)
+            _as_plan(
+                component,
+                conditions.get(component.description, []),
+                order,
+                demoted.get(component.description, ""),
+            )
         )
     outcome.needs_data = sorted(set(outcome.needs_data))
     return outcome

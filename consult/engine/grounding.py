@@ -3,36 +3,38 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from consult.engine import lexicon
+from consult.engine.matching import REFERENCE_MODALITIES, given
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import ProposedComponent, RoleReport
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in re.split(r"[^a-z0-9]+", text.casefold()) if len(w) > 3}
-
-
 def supports(unit: Evidence, component: ProposedComponent) -> bool:
     """Whether a cited unit can support this plan item: it applies to the patient and it is
-    about the item - a therapy unit that names one of its drugs, or, for an item without
-    drugs, one of the same modality; a safety or surveillance unit only backs an item it
-    names (a contraindication is no evidence for giving the drug)."""
+    about the item - a therapy unit that gives one of its drugs (by generic or brand name,
+    regimen or class: ``lexicon``), or, for an item without drugs, a therapy unit of the same
+    modality (a resection is not backed by the chemoembolisation unit); a safety or
+    surveillance unit only backs an item it names (a contraindication is no evidence for
+    giving the drug)."""
     if unit.applies is not True:
         return False
     action = unit.action
     if action.get("type") == "therapy":
-        unit_agents = {a.casefold() for a in action.get("agents") or []}
-        mine = {a.casefold() for a in component.agents}
-        if mine and unit_agents:
-            return bool(any(u in m or m in u for u in unit_agents for m in mine))
-        if mine and not unit_agents:
-            return False
-        return action.get("modality") == component.modality or bool(
-            _words(str(action.get("description") or "")) & _words(component.description)
+        modality = str(action.get("modality") or "")
+        theirs = lexicon.given(
+            [str(a) for a in action.get("agents") or []],
+            str(action.get("description") or ""),
+            read_description=modality not in REFERENCE_MODALITIES,
         )
+        mine = given(component)
+        if mine.drugs or mine.open_classes:
+            return any(theirs.gives(d) for d in mine.drugs) or any(
+                theirs.gives_class(c) for c in mine.open_classes
+            )
+        return modality == component.modality
     return action.get("type") != "safety"
 
 

@@ -19,7 +19,7 @@ from consult.engine.context import (
     Triage,
     VoteInput,
 )
-from consult.engine.matching import drug_key, substitution, targets, vetoes
+from consult.engine.matching import addressed, drug_key, substitution, targets, vetoes
 from consult.engine.pathway import arrange, is_adjunct
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import (
@@ -453,7 +453,11 @@ def restrictions(
             if not targets(action, component):
                 continue
             reason = f"{unit.title}: {action.get('advice', '')} ({unit.unit_id})"
-            if vetoes(action) and substitution(component, targets(action, component)) is None:
+            if (
+                vetoes(action)
+                and substitution(component, targets(action, component), action) is None
+                and not addressed(action, component)
+            ):
                 remove.setdefault(component.description, reason)
             elif action.get("demotes") and component.role == "primary":
                 demote.setdefault(component.description, str(action.get("advice") or unit.title))
@@ -572,9 +576,12 @@ def plan_summary(
     components: Sequence[ProposedComponent],
     rejected: Sequence[RejectedOption],
     intent: str,
+    waits: Mapping[str, str] | None = None,
 ) -> str:
-    """The answer to the case's question first: the recommended pathway in order, then the
+    """The answer to the case's question first: the recommended pathway in order (an option
+    that waits for a precondition, nothing safer being on offer, says so: ``waits``), then the
     alternatives with when, then what was ruled out and why."""
+    waits = waits or {}
     stage = staging_text(case, staging) or "Staging incomplete"
     primary = [c for c in components if c.role == "primary"]
     alternatives = [c for c in components if c.role == "alternative"]
@@ -601,6 +608,7 @@ def plan_summary(
             + "; then ".join(
                 c.description
                 + (f" [dose: {'; '.join(c.dose_adjustments)}]" if c.dose_adjustments else "")
+                + (f" [only once {waits[c.description]}]" if c.description in waits else "")
                 for c in primary
             )
             + "."

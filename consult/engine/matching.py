@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from consult.engine import lexicon
 from consult.engine.schemas import ProposedComponent
 
 SEVERITY_RISK = {"critical": 1.0, "major": 0.7, "minor": 0.3}
@@ -14,22 +15,54 @@ VETO_SEVERITIES = ("critical", "major")
 def vetoes(action: Mapping[str, Any]) -> bool:
     """Whether a safety action removes the plan items it targets: a "remove" rule of critical
     or major severity. A minor "remove" rule only conditions them. The one rule used by the
-    weighted consensus, the safety gate, and Safety's review and vote, so that they agree.
+    weighted consensus, the safety gate, and Safety's review and vote, so that they agree. A
+    critical "adjust" vetoes too, as an omission (``omits``).
     (The knowledge base requires a severity; a rule without one counts as major, as it
     always has in the gate: safety first.)"""
     severity = action.get("severity") or "major"
+    if action.get("effect") == "adjust" and severity == "critical":
+        return True  # a critical hazard is not dosed around: see omits()
     return action.get("effect") == "remove" and severity in VETO_SEVERITIES
+
+
+def omits(action: Mapping[str, Any]) -> bool:
+    """Whether a vetoing rule withdraws only the agents it names, the regimen going on without
+    them: marked ``omit``, or a critical "adjust" (a critical hazard such as vincristine in
+    Charcot-Marie-Tooth disease never stays in the regimen at a reduced dose)."""
+    return bool(action.get("omit")) or (
+        action.get("effect") == "adjust" and action.get("severity") == "critical"
+    )
+
+
+# Care that goes alongside a treatment: its description names the treatment it accompanies
+# ("entecavir from before the first anti-CD20 dose"), so only its listed agents count.
+REFERENCE_MODALITIES = ("antiviral", "supportive", "referral", "surveillance")
+
+
+def given(component: ProposedComponent) -> lexicon.Given:
+    """What a plan item gives: its agents and, for a treatment, what its description names
+    (brand names, regimens, class phrases), less what it names only to exclude."""
+    return lexicon.given(
+        component.agents,
+        component.description,
+        read_description=component.modality not in REFERENCE_MODALITIES,
+        notes=component.dose_adjustments,
+    )
 
 
 def drug_key(
     component: ProposedComponent,
 ) -> tuple[str, frozenset[str], frozenset[str]]:
     """Two components with the same key (modality, drugs and dose adjustments,
-    case-insensitive) are one plan item, whatever their wording. A reduced-dose regimen is
-    never folded into the full-dose one."""
+    case-insensitive, brand and generic names alike) are one plan item, whatever their
+    wording. A reduced-dose regimen is never folded into the full-dose one."""
+    names: set[str] = set()
+    for agent in component.agents:
+        drugs = lexicon.given([agent], "", read_description=False).drugs
+        names |= drugs or {agent.casefold()}
     return (
         component.modality,
-        frozenset(a.casefold() for a in component.agents),
+        frozenset(names),
         frozenset(_norm(d) for d in component.dose_adjustments),
     )
 
@@ -38,26 +71,53 @@ def _norm(text: str) -> str:
     return " ".join(text.casefold().replace("-", " ").split())
 
 
+def _names(rule_agent: str, gives: lexicon.Given, texts: Sequence[str]) -> bool:
+    resolved = lexicon.resolve(rule_agent)
+    if resolved is None:
+        # A phrase the lexicon does not know ("full dose", "transplant"): by its words.
+        return any(lexicon.written(rule_agent, text) for text in texts)
+    drugs, classes = resolved
+    return any(gives.gives(d) for d in drugs) or any(gives.gives_class(c) for c in classes)
+
+
 def agents_overlap(rule_agents: Iterable[str], component: ProposedComponent) -> list[str]:
-    """Rule agents that name one of the component's agents (either way round, so a class name
-    such as "anti-PD-1" in the rule and "pembrolizumab (anti-PD-1)" in the plan both match)."""
-    names = [_norm(a) for a in component.agents] + [_norm(component.description)]
-    hits = []
-    for agent in rule_agents:
-        wanted = _norm(agent)
-        if wanted and any(
-            wanted in name or (name and name in wanted and len(name) > 3) for name in names
-        ):
-            hits.append(agent)
-    return hits
+    """The rule agents the component gives: by generic or brand name, as a member of a class
+    the rule or the component names ("anti-PD-1", "checkpoint inhibitor"), or within a regimen
+    ("R-CHOP"); a negated mention ("anthracycline-free", "in place of doxorubicin") is not
+    giving the drug."""
+    gives = given(component)
+    texts = list(component.agents)
+    if component.modality not in REFERENCE_MODALITIES:
+        texts.append(component.description)
+    return [agent for agent in rule_agents if _names(agent, gives, texts)]
 
 
 def targets(action: Mapping[str, Any], component: ProposedComponent) -> list[str]:
-    """What of the component a safety action restricts (agent names or the modality)."""
+    """What of the component a safety action restricts (agent names or the modality). A rule
+    about systemic therapy also concerns drugs given within another modality (the
+    chemotherapy of chemoradiation)."""
     matched = agents_overlap(action.get("agents") or [], component)
-    if component.modality in (action.get("modalities") or []):
+    modalities = action.get("modalities") or []
+    if component.modality in modalities:
         matched.append(component.modality)
+    elif "systemic" in modalities and component.modality not in REFERENCE_MODALITIES:
+        gives = given(component)
+        if gives.drugs or gives.open_classes:
+            matched.append("systemic")
     return matched
+
+
+def addressed(action: Mapping[str, Any], component: ProposedComponent) -> str:
+    """The phrase of an alternative's ``when`` that addresses the rule ("after delivery" for
+    a pregnancy rule): such an alternative keeps the drug for when the contraindication no
+    longer holds, and is never the pathway. "" when it does not."""
+    if component.role != "alternative" or not component.when:
+        return ""
+    when = _norm(component.when)
+    for phrase in action.get("addressed_by") or ():
+        if _norm(str(phrase)) in when:
+            return str(phrase)
+    return ""
 
 
 def norm_name(text: str) -> str:
@@ -65,14 +125,20 @@ def norm_name(text: str) -> str:
 
 
 def _names_agent(rule_name: str, agent: str) -> bool:
-    wanted, name = norm_name(rule_name), norm_name(agent)
-    return bool(wanted) and (wanted in name or (len(name) > 3 and name in wanted))
+    gives = lexicon.given([agent], "", read_description=False)
+    return _names(rule_name, gives, [agent])
 
 
-def substitution(component: ProposedComponent, names: Sequence[str]) -> list[str] | None:
+def substitution(
+    component: ProposedComponent,
+    names: Sequence[str],
+    action: Mapping[str, Any] | None = None,
+) -> list[str] | None:
     """The agents to withdraw when every agent the rule names has an interchangeable partner
-    the rule leaves alone (cisplatin -> carboplatin); None when the whole item must go."""
-    if component.modality in names:
+    the rule leaves alone (cisplatin -> carboplatin), or the rule ``omit``s the agent and the
+    regimen goes on without it (vincristine in Charcot-Marie-Tooth disease); None when the
+    whole item must go."""
+    if component.modality in names or "systemic" in names:
         return None
     withdraw: list[str] = []
     for name in names:
@@ -80,6 +146,9 @@ def substitution(component: ProposedComponent, names: Sequence[str]) -> list[str
         if not matched:
             return None  # named only in the description: nothing to withdraw it from
         withdraw.extend(a for a in matched if a not in withdraw)
+    if action is not None and omits(action):
+        remaining = [a for a in component.agents if a not in withdraw]
+        return withdraw if remaining else None
     for agent in withdraw:
         partners = [
             other

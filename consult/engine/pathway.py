@@ -21,6 +21,14 @@ ADJUNCT_MODALITIES = ("antiviral",)
 DEFAULT_WHEN = "if the recommended pathway cannot be given"
 
 
+def once(precondition: str) -> str:
+    """When an option that waits for a precondition may start: "once the large varices have
+    been treated"; a rule's advice that is not written as a precondition is quoted."""
+    text = precondition.strip().rstrip(".")
+    labelled = ":" in text[:30]  # "First trimester: no chemotherapy ..." is an instruction
+    return f"once this is resolved: {text}" if labelled else f"once {text}"
+
+
 def is_adjunct(component: ProposedComponent) -> bool:
     return component.adjunct or component.modality in ADJUNCT_MODALITIES
 
@@ -57,6 +65,7 @@ def arrange(
     *,
     removed: Mapping[str, str] | None = None,
     demoted: Mapping[str, str] | None = None,
+    held: Mapping[str, str] | None = None,
     declines: Collection[str] = (),
     max_alternatives: int = MAX_ALTERNATIVES,
 ) -> Arrangement:
@@ -64,13 +73,16 @@ def arrange(
 
     ``removed``: description -> reason (a critical or major contraindication: the item leaves
     the pathway and every alternative). ``demoted``: description -> the precondition it waits
-    for (a failed gate: every option that is not blocked goes first). ``declines``: the
+    for (a failed gate: every option that is not blocked goes first). ``held``: description ->
+    when it may be given (a critical contraindication that will pass: after delivery, once the
+    LVEF recovers): an alternative only, never the pathway. ``declines``: the
     preference topics the patient declines (an option they decline leaves the pathway and is
     kept as an alternative "if the patient reconsiders"). Options keep the order the members
     gave them (primary before alternative, then rank), then guideline preference.
     """
     removed = removed or {}
     demoted = demoted or {}
+    held = held or {}
     rejected = [
         RejectedOption(option=c.description, reason=removed[c.description])
         for c in components
@@ -81,8 +93,10 @@ def arrange(
     adjuncts = [c for c in kept if is_adjunct(c)]
 
     def blocked(c: ProposedComponent) -> str:
+        if c.description in held:
+            return held[c.description] or DEFAULT_WHEN
         if c.description in demoted:
-            return f"once {demoted[c.description]}"
+            return once(demoted[c.description])
         topics = _declined(c, declines)
         if topics:
             return "if the patient reconsiders (declined: " + ", ".join(map(_topic, topics)) + ")"
@@ -100,7 +114,7 @@ def arrange(
 
     ranked = [c for _, c in sorted(enumerate(options), key=order)]
     chosen: ProposedComponent | None = None
-    if ranked and not _declined(ranked[0], declines):
+    if ranked and not _declined(ranked[0], declines) and ranked[0].description not in held:
         # The best option; if every option waits for a precondition, the best one leads
         # with that precondition stated (nothing safer is on offer).
         chosen = ranked.pop(0)

@@ -54,13 +54,17 @@ class EvidenceRequest:
     role: str
     query: str
     kinds: tuple[str, ...]
+    # Every unit of these kinds, those that do not apply too (``applies`` False): the safety
+    # gate reports a rule it checked and passed, not only the rules that fire.
+    everything: bool = False
 
 
 @dataclass(frozen=True)
 class Retrieved:
     """One member's evidence: every unit of its kinds whose context applies (True) or cannot
-    be decided for lack of data (None), and its top-k hybrid hits for the query (never a unit
-    that does not apply)."""
+    be decided for lack of data (None) - and, for a request for ``everything``, also those
+    that do not apply (False) - and its top-k hybrid hits for the query (never a unit that
+    does not apply)."""
 
     applicable: list[Evidence]
     hits: list[Evidence]

@@ -212,6 +212,9 @@ class PlanComponent(_Model):
     conditions: list[str] = Field(default_factory=list)
     adjunct: bool = False
     rationale: list[str] = Field(default_factory=list)
+    # A pathway option that failed a gate and leads only because nothing safer is on offer:
+    # the precondition it waits for ("the large varices have been treated").
+    waits_for: str = ""
 
 
 class Recommendation(_Model):
@@ -221,12 +224,34 @@ class Recommendation(_Model):
     question: str = ""
 
 
+GateEffect = Literal[
+    "",  # a plan recorded before effects were
+    "clear",  # checked: the rule does not apply to this patient
+    "removed",  # the item left the pathway and every alternative
+    "withdrawn",  # the drug left the item; the regimen goes on without it or with its partner
+    "held",  # kept only as an alternative for when the contraindication no longer holds
+    "demoted",  # waits for a precondition; the next safe option goes first
+    "precondition",  # given with the action the rule requires (premedication, a test)
+    "dose",  # given at the adjusted dose
+    "warning",  # given; the rule asks for attention
+    "needs_data",  # cannot be checked: the inputs are missing
+]
+
+
 class GateResult(_Model):
+    """One safety rule checked against the plan. ``status`` is ``fail`` when an item cannot be
+    given as planned (removed, held, demoted), ``pass`` when it can (``effect`` says whether
+    with a required ``action``, an adjusted dose or a warning), ``unknown`` when inputs are
+    missing (``needs``: what to record, in clinical words; ``needs_facts``: the fields)."""
+
     gate: str
     status: GateStatus
     detail: str
     unit: str = ""
+    effect: GateEffect = ""
+    action: str = ""
     needs: list[str] = Field(default_factory=list)
+    needs_facts: list[str] = Field(default_factory=list)
     applies_to: list[str] = Field(default_factory=list)  # the plan items it checked
 
 

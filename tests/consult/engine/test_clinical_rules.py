@@ -67,7 +67,7 @@ def test_from_week_14_anthracycline_chemotherapy_under_obstetric_monitoring(
 def test_unknown_gestational_age_is_asked_for_never_assumed(bundle: Bundle) -> None:
     plan = plan_offline(pregnant_tnbc(None), bundle)
     unknown = [g for g in plan["safety"]["gates"] if g["status"] == "unknown"]
-    assert any("patient.gestational_age_weeks" in g["needs"] for g in unknown)
+    assert any("patient.gestational_age_weeks" in g["needs_facts"] for g in unknown)
     assert any("patient.gestational_age_weeks" in n for n in plan["needs_data"])
 
 

@@ -157,9 +157,11 @@ def test_board_agrees_in_the_first_round_when_only_a_minor_remove_rule_applies(
     consensus = [e.payload for e in store.events if e.kind == "consensus"]
     assert [c["stop"] for c in consensus] == [True]
     assert plan.rounds == 1
-    # and the item stands with the rule attached as its condition
-    sorafenib = next(c for c in plan.recommendation.components if "sorafenib" in c.agents)
-    assert any(NO_ADJUVANT in condition for condition in sorafenib.conditions)
+    # and the item, which cites only the resection unit (no unit backs adjuvant sorafenib
+    # at BCLC A), is not kept on the tie of its half-weight support: it is rejected, saying so
+    assert all("sorafenib" not in c.agents for c in plan.recommendation.components)
+    [rejected] = [r for r in plan.rejected_options if "sorafenib" in r.option]
+    assert "citing no knowledge unit" in rejected.reason
 
 
 # --- 2. merged plan items --------------------------------------------------------------------

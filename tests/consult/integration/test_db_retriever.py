@@ -74,3 +74,24 @@ def test_the_panel_is_retrieved_in_one_call_with_each_members_own_evidence(
         assert [(e.unit_id, e.score) for e in alone.hits] == [
             (e.unit_id, e.score) for e in found[role].hits
         ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_safety_gate_gets_every_rule_whether_it_applies_or_not() -> None:
+    # given an intermediate HCC (no portal vein invasion: the TACE rules do not apply)
+    load_seed()
+    case = json.loads((PUBLIC_CASES / "pub-hcc-02.json").read_text())
+    kinds = ("contraindication", "interaction", "organ_function_gate")
+    gate = EvidenceRequest("safety_gate", "", kinds, everything=True)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        found = pool.submit(
+            DbRetriever().retrieve, cancer_type="hcc", case=case, requests=[gate], k=8
+        ).result()["safety_gate"]
+    # then it gets the rules that do not apply too (to report them as checked and passed),
+    # of the safety kinds and the case's cancer only, and no ranked search
+    units = {e.unit_id: e for e in found.applicable}
+    assert units["hcc.ci.tace-macrovascular-invasion"].applies is False
+    assert {e.kind for e in found.applicable} <= set(kinds)
+    assert {e.cancer_type for e in found.applicable} <= {"hcc", "any"}
+    assert not [u for u in units if u.startswith(("lung.", "breast.", "lymph."))]
+    assert found.hits == []

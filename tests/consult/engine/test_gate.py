@@ -1,0 +1,251 @@
+"""The safety gate as a clinician reads it: every rule checked for the drugs and procedures of
+the plan, passed, failed or unknown, with what it did (removed, held, demoted, a required
+action, a dose) in clinical words; critical hazards never left in a regimen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from consult.engine.aio import run_coroutine
+from consult.engine.consensus import weighted_consensus
+from consult.engine.gate import safety_gate
+from consult.engine.protocols import Evidence
+from consult.engine.safeguards import FALLBACK_NOTE, gate_with_fallback
+from consult.engine.schemas import ProposedComponent, RoleReport
+from tests.consult.engine.support import (
+    BundleRetriever,
+    deliberation,
+    evidence_unit,
+    load_case,
+    safety_rule,
+    seed_bundle,
+)
+from tests.paths import PUBLIC_CASES
+
+
+@pytest.fixture(scope="module")
+def retriever() -> BundleRetriever:
+    return BundleRetriever(seed_bundle())
+
+
+def _option(description: str, *agents: str, **fields: Any) -> ProposedComponent:
+    fields.setdefault("modality", "systemic")
+    return ProposedComponent(description=description, agents=list(agents), **fields)
+
+
+def _statuses(outcome: Any) -> dict[str, tuple[str, str]]:
+    return {g.unit: (g.status, g.effect) for g in outcome.gates}
+
+
+def _pregnancy_rule() -> Evidence:
+    return evidence_unit(
+        "x.ci.pregnancy",
+        kind="contraindication",
+        content={
+            "context": {"all": [{"fact": "patient.pregnant", "op": "is_true", "value": None}]},
+            "action": {
+                "type": "safety",
+                "gate": "pregnancy",
+                "agents": ["pemetrexed"],
+                "severity": "critical",
+                "effect": "remove",
+                "advice": "no pemetrexed in pregnancy",
+            },
+        },
+        applies=None,
+        missing=("patient.pregnant",),
+    )
+
+
+PEMETREXED = _option("Carboplatin-pemetrexed", "carboplatin", "pemetrexed")
+
+
+def test_a_routine_pretreatment_action_is_a_passed_gate_with_its_action() -> None:
+    premedication = safety_rule(
+        "x.premedication",
+        agents=["pemetrexed"],
+        severity="major",
+        effect="condition",
+        advice="folic acid and vitamin B12 before pemetrexed",
+    )
+    outcome = safety_gate([PEMETREXED], [premedication])
+    [gate] = outcome.gates
+    assert (gate.status, gate.effect) == ("pass", "precondition")
+    assert gate.action == "folic acid and vitamin B12 before pemetrexed"
+    assert outcome.components[0].role == "primary"
+    assert outcome.components[0].conditions  # the action goes with the item
+
+
+def test_a_failed_gate_demotes_the_option_and_a_lone_one_waits_visibly() -> None:
+    varices = safety_rule(
+        "x.varices",
+        agents=["bevacizumab"],
+        severity="major",
+        effect="condition",
+        demotes=True,
+        advice="the large varices have been treated",
+    )
+    atezo_bev = _option("Atezolizumab-bevacizumab", "atezolizumab", "bevacizumab")
+    outcome = safety_gate([atezo_bev], [varices])
+    assert _statuses(outcome) == {"x.varices": ("fail", "demoted")}
+    # nothing safer is on offer: it leads, saying what it waits for
+    [item] = outcome.components
+    assert item.role == "primary"
+    assert item.waits_for == "the large varices have been treated"
+    assert not outcome.safe_pathway
+
+
+def test_a_critical_failed_gate_never_leads_the_pathway() -> None:
+    lvef = safety_rule(
+        "x.lvef",
+        agents=["trastuzumab"],
+        severity="critical",
+        effect="condition",
+        demotes=True,
+        advice="LVEF has recovered to 50% or more",
+    )
+    outcome = safety_gate([_option("Trastuzumab", "trastuzumab")], [lvef])
+    assert _statuses(outcome) == {"x.lvef": ("fail", "held")}
+    [item] = outcome.components
+    assert item.role == "alternative"
+    assert item.when == "once LVEF has recovered to 50% or more"
+    assert outcome.option is None
+
+
+def test_an_alternative_whose_when_addresses_a_critical_rule_is_held_not_removed() -> None:
+    pregnancy = safety_rule(
+        "x.her2-pregnancy",
+        agents=["trastuzumab"],
+        severity="critical",
+        effect="remove",
+        advice="no HER2 therapy in pregnancy",
+        addressed_by=["after delivery"],
+    )
+    chemo = _option("Epirubicin-cyclophosphamide from week 14", "epirubicin", "cyclophosphamide")
+    later = _option("Trastuzumab", "trastuzumab", role="alternative", rank=1, when="after delivery")
+    now = _option("Trastuzumab now", "trastuzumab", role="alternative", rank=2, when="if HER2+")
+    outcome = safety_gate([chemo, later, now], [pregnancy])
+    roles = {c.description: (c.role, c.when) for c in outcome.components}
+    assert roles == {
+        "Epirubicin-cyclophosphamide from week 14": ("primary", ""),
+        "Trastuzumab": ("alternative", "after delivery"),
+    }
+    assert [r.option for r in outcome.rejected] == ["Trastuzumab now"]
+    # and the consensus keeps the addressed alternative too
+    consensus = weighted_consensus(
+        reports={"treatment": RoleReport(conclusion="", confidence=0.9, components=[chemo, later])},
+        critiques=[],
+        weights={"treatment": 1.0},
+        safety_evidence=[pregnancy],
+    )
+    assert "Trastuzumab" not in {r.option for r in consensus.rejected}
+
+
+def test_a_critical_dose_rule_does_not_keep_the_drug_in_the_regimen() -> None:
+    # given Charcot-Marie-Tooth disease, coded as a critical "adjust" (omit vincristine)
+    cmt = safety_rule(
+        "x.cmt",
+        agents=["vincristine"],
+        severity="critical",
+        effect="adjust",
+        advice="omit vincristine",
+    )
+    rchop = _option(
+        "R-CHOP-21 x6", "rituximab", "cyclophosphamide", "doxorubicin", "vincristine", "prednisone"
+    )
+    outcome = safety_gate([rchop], [cmt])
+    [item] = outcome.components
+    # then the regimen goes on without vincristine, and says so
+    assert "vincristine" not in item.agents
+    assert any(d.startswith("Without vincristine") for d in item.dose_adjustments)
+    assert _statuses(outcome) == {"x.cmt": ("pass", "withdrawn")}
+
+
+@pytest.mark.parametrize(
+    ("patient", "shown"),
+    [
+        ({"patient.sex": "male", "patient.age_years": 40}, False),
+        ({"patient.sex": "female", "patient.age_years": 68}, False),
+        ({"patient.sex": "female", "patient.menopausal_status": "postmenopausal"}, False),
+        ({"patient.sex": "female", "patient.age_years": 34}, True),
+        ({"patient.sex": "female", "patient.age_years": 68, "patient.pregnant": True}, True),
+    ],
+)
+def test_pregnancy_rules_are_shown_only_for_a_patient_who_can_be_pregnant(
+    patient: dict[str, Any], shown: bool
+) -> None:
+    outcome = safety_gate([PEMETREXED], [_pregnancy_rule()], facts=patient)
+    assert bool(outcome.gates) is shown
+    assert bool(outcome.needs_data) is shown
+
+
+def test_unknown_gates_ask_for_the_data_in_clinical_words() -> None:
+    outcome = safety_gate(
+        [PEMETREXED],
+        [_pregnancy_rule()],
+        facts={"patient.sex": "female", "patient.age_years": 30},
+        labels={"patient.pregnant": "Pregnant"},
+    )
+    [gate] = outcome.gates
+    assert gate.needs == ["Pregnant"]
+    assert gate.needs_facts == ["patient.pregnant"]
+    assert "patient.pregnant" not in gate.detail
+    assert gate.detail.endswith("needs Pregnant")
+
+
+def test_the_knowledge_base_fallback_joins_only_when_no_option_can_lead() -> None:
+    transplant = safety_rule(
+        "x.transplant",
+        agents=["pembrolizumab", "anti-PD-1"],
+        severity="critical",
+        effect="remove",
+        advice="no checkpoint inhibitor after a kidney transplant",
+    )
+    keytruda = _option("Keytruda", "Keytruda")
+    chemo = _option("Carboplatin-pemetrexed", "carboplatin", "pemetrexed", preference=3)
+    # when the members proposed only the forbidden drug, the knowledge base's option leads
+    outcome, joined = gate_with_fallback([keytruda], [transplant], options=lambda: [chemo])
+    assert joined == ["Carboplatin-pemetrexed"]
+    [item] = outcome.components
+    assert (item.role, item.description) == ("primary", "Carboplatin-pemetrexed")
+    assert item.rationale[0] == FALLBACK_NOTE
+    assert any("knowledge base" in c.resolution for c in outcome.conflicts)
+    # when a safe option was proposed, nothing joins
+    _, joined = gate_with_fallback([keytruda, chemo], [transplant], options=lambda: [chemo])
+    assert joined == []
+
+
+def test_a_tace_plan_shows_the_rules_it_passed(retriever: BundleRetriever) -> None:
+    # given an intermediate HCC (BCLC B) whose pathway is chemoembolisation
+    case, _ = load_case(PUBLIC_CASES / "pub-hcc-02.json")
+    plan = run_coroutine(lambda: deliberation(case, retriever=retriever).run())
+    # then the chemoembolisation rules were checked and passed, and each says for what
+    gates = {g.unit: g for g in plan.safety.gates}
+    for unit in ("hcc.gate.tace-decompensation", "hcc.ci.tace-macrovascular-invasion"):
+        assert gates[unit].status == "pass"
+        assert gates[unit].effect == "clear"
+        assert gates[unit].applies_to
+    # and no rule about a drug that is not in the plan is shown
+    assert not [g for g in plan.safety.gates if "anthracycline" in g.unit or "dpd" in g.unit]
+    # and every unit a gate names is in the plan's evidence, with its provenance
+    cited = {e.unit_id for e in plan.evidence}
+    assert {g.unit for g in plan.safety.gates} <= cited
+
+
+def test_an_ungrounded_component_is_not_kept_on_a_tie() -> None:
+    # given one member proposing an item it cites no supporting unit for
+    item = _option("Sorafenib", "sorafenib")
+    report = RoleReport(conclusion="", confidence=0.9, components=[item])
+    consensus = weighted_consensus(
+        reports={"treatment": report},
+        critiques=[],
+        weights={"treatment": 1.0},
+        safety_evidence=[],
+        ungrounded={"treatment": {"Sorafenib"}},
+    )
+    # then its support is exactly the threshold, and it is not kept
+    assert consensus.support == {"Sorafenib": 0.5}
+    assert consensus.components == []
+    assert "citing no knowledge unit" in consensus.rejected[0].reason
