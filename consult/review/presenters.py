@@ -159,6 +159,16 @@ class Recommendation:
     engine: str
     rounds: Any
 
+    @property
+    def gate_summary(self) -> str:
+        """ "2 failed, 5 not checked, 1 passed", in that order, for the report's cover."""
+        counts = dict.fromkeys(GATE_STATUS, 0)
+        for gate in self.gates:
+            counts[gate.status] = counts.get(gate.status, 0) + 1
+        return ", ".join(
+            f"{n} {GATE_STATUS.get(s, (s, ''))[0].lower()}" for s, n in counts.items() if n
+        )
+
 
 def _evidence(doc: Mapping[str, Any], version_ids: Mapping[str, int]) -> dict[str, EvidenceRef]:
     refs = {}

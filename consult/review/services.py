@@ -229,9 +229,15 @@ def _amended(
     components: list[dict[str, Any]] = []
     rejected = list(doc.get("rejected_options") or [])
     unchecked: list[str] = []
+    # The pathway first, then the alternatives, each by the order the clinician gave (ties
+    # and blanks keep the form's order).
     ordered = sorted(
         enumerate(edits),
-        key=lambda pair: (pair[1].position if pair[1].position is not None else 99, pair[0]),
+        key=lambda pair: (
+            ROLES.index(pair[1].role) if pair[1].role in ROLES else len(ROLES),
+            pair[1].position if pair[1].position is not None else 99,
+            pair[0],
+        ),
     )
     for _, edit in ordered:
         original = old[edit.source] if edit.source is not None and edit.source < len(old) else {}
