@@ -3,6 +3,7 @@ the plan attached as JSON. No URL outside the app's static folder is ever fetche
 
 from __future__ import annotations
 
+import mimetypes
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -31,7 +32,8 @@ class LocalOnlyFetcher(URLFetcher):  # type: ignore[misc]  # WeasyPrint ships no
         if scheme == "file":
             path = Path(unquote(urlsplit(url).path)).resolve()
             if any(path.is_relative_to(root) for root in self.roots) and path.is_file():
-                return URLFetcherResponse(url, path.read_bytes(), {}, 200)
+                kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+                return URLFetcherResponse(url, path.read_bytes(), {"Content-Type": kind}, 200)
         self.refused.append(url[:200])
         raise ValueError(f"refused a non-local resource: {url[:80]}")
 

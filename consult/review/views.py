@@ -264,12 +264,14 @@ def report_request(request: AuthedRequest, pk: int) -> HttpResponse:
     form = ReportForm(request.POST)
     paper = form.cleaned_data["paper"] if form.is_valid() else ""
     try:
-        report = services.report_request(actor=request.user, consultation=consultation, paper=paper)
+        services.report_request(actor=request.user, consultation=consultation, paper=paper)
     except services.ReviewError as exc:
         _errors(request, exc)
         return _back(pk, "reports")
     if wants_fragment(request):
-        return render(request, "review/partials/_report.html", {"report": report})
+        # The whole list: a second press returns the report already under way, drawn once.
+        state = selectors.review_state_get(consultation=consultation, with_reports=True)
+        return render(request, "review/partials/_report_list.html", {"reports": state.reports})
     return _back(pk, "reports")
 
 

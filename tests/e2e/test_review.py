@@ -37,6 +37,9 @@ def test_plan_page_reads_on_a_phone_without_sideways_scrolling(
         statuses = page.locator(".gate-status").all_inner_texts()
         assert statuses
         assert all(s.split(" ", 1)[1] in ("Failed", "Not checked", "Passed") for s in statuses)
+        # and each item's evidence opens the guideline version it cites
+        evidence = page.locator("#pathway .evidence a").first
+        assert "/kb/evidence/" in evidence.get_attribute("href")
         page.screenshot(path=str(screenshot_dir / "plan-phone.png"), full_page=True)
     finally:
         context.close()

@@ -8,6 +8,7 @@ import json
 import shutil
 import socket
 import subprocess
+import threading
 from typing import Any
 
 import pytest
@@ -153,9 +154,12 @@ def test_hostile_text_in_a_plan_is_printed_as_text_and_nothing_is_fetched(
     # and every connection attempt recorded
     attempts: list[Any] = []
     real = socket.socket.connect
+    renderer = threading.get_ident()
 
     def connect(self: socket.socket, address: Any) -> Any:
-        attempts.append(address)
+        # Only this thread renders; earlier tests' broadcast threads may still talk to Redis.
+        if threading.get_ident() == renderer:
+            attempts.append(address)
         return real(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", connect)
@@ -183,7 +187,13 @@ def test_the_url_fetcher_refuses_anything_but_the_apps_static_files(
 ) -> None:
     # given a page that asks for remote and foreign resources (as a template bug might)
     attempts: list[Any] = []
-    monkeypatch.setattr(socket.socket, "connect", lambda self, address: attempts.append(address))
+    renderer = threading.get_ident()
+
+    def connect(self: socket.socket, address: Any) -> None:
+        if threading.get_ident() == renderer:  # not an earlier test's broadcast thread
+            attempts.append(address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
     html = """<html><head>
       <link rel="stylesheet" href="https://cdn.example.test/x.css">
       <link rel="stylesheet" href="css/review.css">

@@ -137,3 +137,28 @@ def test_dossier_list_is_the_worklist_of_the_next_meeting(
     rows = {m[0]: m[1] for m in re.findall(r">(pub-[a-z]+-\d+)</a>(.*?)</tr>", page, re.S)}
     assert "awaiting review" in rows[awaiting.dossier.case_id]
     assert "accepted, awaiting sign-off" in rows[decided.dossier.case_id]
+
+
+def test_pressing_make_pdf_twice_queues_one_report(
+    client: Any,
+    clinician: Any,
+    team: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    from consult.review import services
+    from consult.review.models import PlanReport
+
+    queued: list[int] = []
+    monkeypatch.setattr(services, "_enqueue_report", queued.append)
+    consultation = planned(clinician, team)
+    client.force_login(clinician)
+    url = reverse("review:report-request", args=[consultation.pk])
+    with django_capture_on_commit_callbacks(execute=True):
+        first = client.post(url, {"paper": "a4"}, headers={"HX-Request": "true"})
+        second = client.post(url, {"paper": "a4"}, headers={"HX-Request": "true"})
+    report = PlanReport.objects.get()
+    assert queued == [report.pk]
+    for response in (first, second):
+        assert response.content.decode().count(f'id="report-{report.pk}"') == 1
+        assert "Queued: 0 %" in response.content.decode()
