@@ -167,3 +167,11 @@ class PlanReport(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (ReportStatus.DONE, ReportStatus.FAILED)
+
+    @property
+    def unclaimed(self) -> bool:
+        """Queued for a minute and no worker has started it: the page says so."""
+        from django.utils import timezone
+
+        waited = (timezone.now() - self.created_at).total_seconds()
+        return self.status == ReportStatus.QUEUED and waited > 60

@@ -37,7 +37,7 @@ ANCHORS = {
     "other": "—",
     "": "—",
 }
-KNOWN_GATE_KEYS = {"gate", "status", "detail", "applies_to", "needs", "unit"}
+KNOWN_GATE_KEYS = {"gate", "status", "detail", "applies_to", "needs", "unit", "label", "title"}
 _FACT_PATH = re.compile(
     r"\b(?:derived|patient|diagnosis|index_lesion|staging|biomarkers|labs|organ_function)"
     r"\.[a-z0-9_]+\b"
@@ -228,6 +228,20 @@ def _answer(summary: str, question: str) -> str:
     return summary
 
 
+def gate_title(raw: Mapping[str, Any]) -> tuple[str, str]:
+    """A gate's clinical name and the rest of its detail. The gate's own label if it has one;
+    else the rule's title, which the engine writes before the detail's first colon; the
+    internal key (made readable) only as a last resort."""
+    detail = clinical_text(raw.get("detail") or "")
+    own = raw.get("label") or raw.get("title")
+    if own:
+        return clinical_text(own), detail
+    head, colon, rest = detail.partition(": ")
+    if colon and 0 < len(head) <= 160 and rest.strip():
+        return head, rest.strip()
+    return humanise_key(str(raw.get("gate") or "")), detail
+
+
 def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]) -> Gate:
     status = str(raw.get("status") or "unknown")
     label, symbol = GATE_STATUS.get(status, (status.capitalize(), "?"))
@@ -240,12 +254,13 @@ def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]
             continue
         shown = "; ".join(str(v) for v in value) if isinstance(value, list) else str(value)
         extra.append((humanise_key(key), clinical_text(shown)))
+    name, detail = gate_title(raw)
     return Gate(
-        name=humanise_key(str(raw.get("gate") or "")),
+        name=name,
         status=status,
         status_label=label,
         symbol=symbol,
-        detail=clinical_text(raw.get("detail") or ""),
+        detail=detail,
         applies_to=[str(a) for a in raw.get("applies_to") or []],
         needs=needs,
         extra=extra,

@@ -136,6 +136,13 @@ def final_dissent(*, consultation: Consultation) -> list[TraceEntry]:
     return [v for v in votes if v.round == last and v.agree is False]
 
 
+def _shown(value: Any) -> Any:
+    """A derived list (medications by class, declined treatments) as words."""
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value) or "none"
+    return value
+
+
 def report_context(
     *, state: ReviewState, decided: VersionView, paper: str, generated: Any
 ) -> dict[str, Any]:
@@ -167,7 +174,7 @@ def report_context(
         "snapshot": consultation.snapshot,
         "sections": case_sections(case),
         "derived": [
-            (name, clinical_text(f"derived.{name}"), result.value, result.inputs_missing)
+            (name, clinical_text(f"derived.{name}"), _shown(result.value), result.inputs_missing)
             for name, result in derived.items()
         ],
         "not_available": NOT_AVAILABLE,
