@@ -65,6 +65,7 @@ class TraceEntry:
     text: str
     cites: list[str]
     agree: bool | None = None
+    same_as_round: int | None = None  # said word for word in that earlier round
 
 
 def _role(name: str) -> str:
@@ -122,8 +123,15 @@ def agent_trace(*, consultation: Consultation) -> list[TraceEntry]:
                     m.round, "Coordinator", "draft plan", str(draft.get("summary") or ""), []
                 )
             )
+    said: dict[tuple[str, str, str, tuple[str, ...], bool | None], int] = {}
     for entry in entries:
         entry.text = clinical_text(entry.text)
+        # A member who repeats itself in a later round is shown as doing so, not reprinted.
+        key = (entry.role, entry.kind, entry.text, tuple(entry.cites), entry.agree)
+        if key in said:
+            entry.same_as_round = said[key]
+        else:
+            said[key] = entry.round
     return entries
 
 
