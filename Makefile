@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export DJANGO_SETTINGS_MODULE ?= mdtboard.settings.local
 
-.PHONY: run test lint bench soak evaluate backup restore install install-dev chromium clean-var help
+.PHONY: run test lint bench soak evaluate backup restore install install-dev chromium poppler clean-var help
 
 help:
 	@echo "make run       install, start embedded PostgreSQL+Redis, migrate, seed, serve on :8000"
@@ -38,6 +38,9 @@ run: install
 chromium:
 	@bash scripts/ensure-chromium.sh
 
+poppler:
+	@bash scripts/ensure-poppler.sh
+
 lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -45,7 +48,7 @@ lint: install-dev
 	$(VENV)/bin/djlint templates --check --quiet
 	$(VENV)/bin/djlint templates --lint --quiet
 
-test: install-dev chromium lint
+test: install-dev chromium poppler lint
 	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m pytest
 
 bench: install-dev

@@ -7,6 +7,7 @@ are printed, never asserted.
 ``python -m benchmarks soak [--consultations N --watchers M --seconds S]`` (``make soak``) is
 the fault-injection run instead (benchmarks/soak.py), in ``mdtboard_soak``; it exits non-zero
 when an event was lost, duplicated or out of order, or a consultation is stuck.
+``python -m benchmarks report`` prints the PDF report figures alone.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from benchmarks import board, engine, intake, retrieval  # noqa: E402
+from benchmarks import board, engine, intake, report, retrieval  # noqa: E402
 
 
 def main() -> None:
@@ -47,11 +48,15 @@ def main() -> None:
         from benchmarks import soak
 
         sys.exit(soak.main(sys.argv[2:]))
+    if sys.argv[1:2] == ["report"]:  # the PDF figures alone
+        report.run()
+        return
     quick = "--quick" in sys.argv
     intake.run()
     retrieval.run_quality()
     engine.run(quick=quick)
     board.run()
+    report.run()
     retrieval.run_latency(large=not quick)
 
 

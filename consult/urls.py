@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from consult import views
+from consult.review import views as review_views
 
 app_name = "consult"
 
@@ -26,6 +27,6 @@ urlpatterns = [
     path(
         "consultations/<int:pk>/cancel/", views.consultation_cancel_view, name="consultation-cancel"
     ),
-    path("consultations/<int:pk>/plan/", views.plan_detail, name="plan-detail"),
+    path("consultations/<int:pk>/plan/", review_views.plan_detail, name="plan-detail"),
     path("consultations/<int:pk>/plan.json", views.plan_json, name="plan-json"),
 ]

@@ -15,7 +15,6 @@ from consult import selectors
 from consult.board import build_board, event_dict
 from consult.casefile.fields import SECTIONS, get_field
 from consult.casefile.schema import SCHEMA_PATH
-from consult.engine.guideline import relevant_staging
 from consult.forms import (
     ConsultationForm,
     DossierFilterForm,
@@ -30,8 +29,8 @@ from consult.forms import (
     to_text,
 )
 from consult.labels import fact_label
-from consult.plan_view import plan_view
 from consult.presenters import case_sections
+from consult.review.selectors import dossier_worklist
 from consult.services.consultations import (
     ConsultationError,
     consultation_cancel,
@@ -88,10 +87,17 @@ def dossier_list(request: AuthedRequest) -> HttpResponse:
         updated_to=filters.get("updated_to"),
         patient_id=small_count(patient),
     )
+    shown = list(dossiers[:500])
+    # The worklist of the next meeting: each case's consultation and where its review stands.
+    worklist = dossier_worklist(dossiers=shown)
     template = "consult/dossier_list.html"
     if wants_fragment(request):
         template += "#dossier-table"
-    return render(request, template, {"form": form, "dossiers": dossiers[:500]})
+    return render(
+        request,
+        template,
+        {"form": form, "rows": [(d, worklist.get(d.pk)) for d in shown]},
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -367,25 +373,6 @@ def consultation_cancel_view(request: AuthedRequest, pk: int) -> HttpResponse:
     else:
         messages.warning(request, "Cancellation requested; the board stops within seconds.")
     return redirect("consult:consultation-board", pk=pk)
-
-
-@require_GET
-def plan_detail(request: AuthedRequest, pk: int) -> HttpResponse:
-    consultation = selectors.consultation_get(user=request.user, pk=pk)
-    plan = getattr(consultation, "plan", None)
-    if plan is None:
-        raise Http404("This consultation has no plan yet")
-    audit_record(action="plan.view", actor=request.user, obj=plan)
-    return render(
-        request,
-        "consult/plan.html",
-        {
-            "consultation": consultation,
-            "plan": plan,
-            "doc": plan.payload,
-            "view": plan_view(plan.payload, relevant_staging(consultation.snapshot.data)),
-        },
-    )
 
 
 @require_GET

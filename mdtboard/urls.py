@@ -14,6 +14,7 @@ admin.site.login = admin_site_login(admin.site.login)  # type: ignore[method-ass
 urlpatterns = [
     path("", include("mdtboard.core.urls")),
     path("", include("consult.urls")),
+    path("", include("consult.review.urls")),
     path("kb/", include("knowledge.urls")),
     path("rating/", include("consult.rating.urls")),
     path("accounts/", include("mdtboard.accounts.urls")),

