@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from consult.review.models import ClinicianReview, PlanVersion
-from tests.review.planned import planned
+from tests.consult.review.planned import planned
 
 pytestmark = pytest.mark.django_db
 

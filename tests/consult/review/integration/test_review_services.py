@@ -18,7 +18,7 @@ from consult.review.services import Attendee, ComponentEdit, ReviewError, Review
 from mdtboard.audit.hashing import canonical_json, payload_hash
 from mdtboard.audit.models import AuditEvent
 from mdtboard.audit.services import audit_verify
-from tests.review.planned import planned
+from tests.consult.review.planned import planned
 
 pytestmark = pytest.mark.django_db
 
