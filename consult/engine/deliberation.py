@@ -32,6 +32,7 @@ from consult.engine.context import (
 )
 from consult.engine.gate import safety_gate
 from consult.engine.grounding import ground_report, tree_nodes
+from consult.engine.options import not_advised
 from consult.engine.protocols import (
     EngineEvent,
     Evidence,
@@ -101,6 +102,8 @@ class _State:
     staging: dict[str, Any]
     triage: Triage | None = None
     evidence: dict[str, list[Evidence]] = field(default_factory=dict)
+    # Therapy steps that do not apply (from Treatment's retrieval): the options ruled out.
+    considered: list[Evidence] = field(default_factory=list)
     reports: dict[str, RoleReport] = field(default_factory=dict)
     history: list[RoleReport] = field(default_factory=list)  # every report of every round
     ungrounded: dict[str, set[str]] = field(default_factory=dict)
@@ -123,7 +126,10 @@ def _evidence_to_dict(evidence: Evidence) -> dict[str, Any]:
 
 def _evidence_from_dict(data: Mapping[str, Any]) -> Evidence:
     held = tuple((fact, value) for fact, value in data.get("held") or ())
-    return Evidence(**{**data, "missing": tuple(data.get("missing") or ()), "held": held})
+    failed = tuple(tuple(row) for row in data.get("failed") or ())
+    return Evidence(
+        **{**data, "missing": tuple(data.get("missing") or ()), "held": held, "failed": failed}
+    )
 
 
 class Deliberation:
@@ -250,7 +256,9 @@ class Deliberation:
             for hit in hits:
                 merged.setdefault(hit.unit_id, hit)
             evidence = sorted(merged.values(), key=lambda e: (-e.score, e.unit_id))
-            payload = {"evidence": [_evidence_to_dict(e) for e in evidence]}
+            payload: dict[str, Any] = {"evidence": [_evidence_to_dict(e) for e in evidence]}
+            if role == "treatment":
+                payload["considered"] = [_evidence_to_dict(e) for e in found.considered]
             event = EngineEvent(
                 "retrieval",
                 {
@@ -275,6 +283,8 @@ class Deliberation:
 
         result = await self._step(f"retrieval.{role}", run)
         self.state.evidence[role] = [_evidence_from_dict(d) for d in result["evidence"]]
+        if role == "treatment":
+            self.state.considered = [_evidence_from_dict(d) for d in result.get("considered") or ()]
 
     # --- 4-8: rounds --------------------------------------------------------------------------
 
@@ -592,6 +602,15 @@ class Deliberation:
         draft = self.state.synthesis.draft
         plan_components = [PlanComponent.model_validate(c) for c in gate["components"]]
         rejected = [*draft.rejected, *(RejectedOption.model_validate(r) for r in gate["rejected"])]
+        memory = {e.unit_id: e for units in self.state.evidence.values() for e in units}
+        # The MDT question answered: the main options that never applied, and why.
+        rejected += not_advised(
+            self.state.considered,
+            plan_components,
+            known=memory,
+            labels=self.labels,
+            rejected=rejected,
+        )
         monitoring = [
             MonitoringItem(phase=m.phase, what=m.what, interval=m.interval, anchor=m.anchor)
             for m in draft.monitoring
@@ -608,7 +627,6 @@ class Deliberation:
             ).claims
             for e in claim.evidence
         ]
-        memory = {e.unit_id: e for units in self.state.evidence.values() for e in units}
         evidence = [
             EvidenceItem(**memory[key].cite()) for key in dict.fromkeys(cited) if key in memory
         ]

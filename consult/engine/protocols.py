@@ -31,6 +31,9 @@ class Evidence:
     score: float = 0.0
     # (fact, the patient's value) of each condition that holds: why the unit applies.
     held: tuple[tuple[str, Any], ...] = ()
+    # (fact, operator, the value needed, the patient's value, "all" | "any") of each condition
+    # that fails: why a unit that does not apply was not an option for this patient.
+    failed: tuple[tuple[str, str, Any, Any, str], ...] = ()
 
     @property
     def action(self) -> Mapping[str, Any]:
@@ -60,10 +63,13 @@ class EvidenceRequest:
 class Retrieved:
     """One member's evidence: every unit of its kinds whose context applies (True) or cannot
     be decided for lack of data (None), and its top-k hybrid hits for the query (never a unit
-    that does not apply)."""
+    that does not apply); ``considered`` holds the therapy steps that do not apply."""
 
     applicable: list[Evidence]
     hits: list[Evidence]
+    # Therapy steps of the case's cancer that do not apply, each with its failed conditions:
+    # the options a tumour board weighs and rules out (only for requests for therapy steps).
+    considered: list[Evidence] = field(default_factory=list)
 
 
 class Retriever(Protocol):
