@@ -51,6 +51,7 @@ from consult.engine.schemas import (
     ConflictRecord,
     CrossReview,
     EvidenceItem,
+    Intent,
     MonitoringItem,
     Plan,
     PlanComponent,
@@ -637,8 +638,8 @@ class Deliberation:
             set(gate["needs_data"])
             | {n for role in deciders for n in self.state.reports.get(role, _EMPTY).needs_data}
         )
-        intent = draft.intent
-        # The gate may have changed the pathway: the answer is written from the final plan.
+        # The gate may have changed the pathway: the intent and the answer follow the final plan.
+        intent = final_intent(plan_components, memory) or draft.intent
         summary = guideline.plan_summary(
             question=str(self.state.case.get("question") or ""),
             case=self.state.case,
@@ -744,6 +745,22 @@ class Deliberation:
         else:
             self.state.stopped_by = "round limit"
         return await self._final()
+
+
+def final_intent(
+    components: Sequence[PlanComponent], known: Mapping[str, Evidence]
+) -> Intent | None:
+    """The intent of the pathway's leading option as its knowledge unit states it, when the
+    safety gate put another option first than the one the board's draft was written for."""
+    for component in components:
+        if component.role != "primary" or component.adjunct or component.modality == "antiviral":
+            continue
+        for unit_id in component.evidence:
+            intent = known[unit_id].action.get("intent") if unit_id in known else None
+            if intent in ("curative", "palliative", "surveillance"):
+                return intent  # type: ignore[no-any-return]
+        return None
+    return None
 
 
 def _unique_rejected(rejected: Sequence[RejectedOption]) -> list[RejectedOption]:

@@ -163,3 +163,20 @@ def test_options_resection_plan_answers_transplant_and_systemic_therapy() -> Non
     # and the summary answers the question with it
     summary = plan["recommendation"]["summary"]
     assert "Not advised: Liver transplantation" in summary
+
+
+def test_options_plan_intent_follows_the_option_that_leads_after_the_gate() -> None:
+    from consult.engine.deliberation import final_intent
+
+    # given a pathway led by a curative CAR-T step after the gate demoted a palliative one
+    car_t = _unit("car-t", "CAR T-cell therapy", (), modality="systemic")
+    car_t = Evidence(
+        **{**car_t.__dict__, "content": {"action": {**car_t.action, "intent": "curative"}}}
+    )
+    antiviral = PlanComponent(
+        role="primary", order=1, modality="antiviral", description="Entecavir", evidence=[]
+    )
+    lead = _component("CAR-T", ["car-t"], modality="systemic")
+    # then the plan's intent is the leading option's, whatever comes before it
+    assert final_intent([antiviral, lead], {"car-t": car_t}) == "curative"
+    assert final_intent([antiviral], {}) is None
