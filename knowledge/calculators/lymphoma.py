@@ -379,7 +379,8 @@ def esr_from_notes(notes: str) -> int | None:
 
 
 def hodgkin_stage_group(case: Mapping[str, Any]) -> CalcResult:
-    """early_favourable | early_unfavourable | advanced, for classic Hodgkin lymphoma only."""
+    """early_favourable | early_unfavourable | early_esr_unknown (no other risk factor, the ESR
+    not stated) | advanced, for classic Hodgkin lymphoma only."""
     name = "hodgkin_stage_group"
     inputs = Inputs(case)
     entity = lymphoma_entity(case).value
@@ -419,10 +420,15 @@ def hodgkin_stage_group(case: Mapping[str, Any]) -> CalcResult:
         inputs.missing.clear()
         detail = "risk factors: " + ", ".join(present)
         return inputs.result(name, "early_unfavourable", HODGKIN_GROUP_SOURCE, detail)
-    if esr is None:
-        inputs.missing.append("notes (ESR)")
-    if any(v is None for v in factors.values()):
+    if any(v is None for k, v in factors.items() if k != "ESR raised"):
+        if esr is None:
+            inputs.missing.append("notes (ESR)")
         return inputs.result(name, None, HODGKIN_GROUP_SOURCE, "risk factors not all known")
+    if esr_high is None:
+        # Early stage, no risk factor among those recorded; the ESR (not a case field) decides
+        # favourable or unfavourable, so the group says it is pending instead of guessing.
+        detail = "early stage without bulk, extranodal disease or >= 3 areas; ESR not stated"
+        return inputs.result(name, "early_esr_unknown", HODGKIN_GROUP_SOURCE, detail)
     return inputs.result(name, "early_favourable", HODGKIN_GROUP_SOURCE, "no GHSG risk factor")
 
 

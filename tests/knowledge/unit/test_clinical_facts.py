@@ -105,11 +105,13 @@ def test_clinical_facts_hodgkin_advanced_stage() -> None:
 
 
 def test_clinical_facts_hodgkin_early_favourable_needs_a_normal_esr() -> None:
-    # no risk factor but no ESR: not derivable (never guessed favourable)
-    unknown = hodgkin_stage_group(_hodgkin("II"))
-    assert unknown.value is None
-    assert "notes (ESR)" in unknown.inputs_missing
+    # no risk factor but no ESR: never guessed favourable, the ESR is pending
+    assert hodgkin_stage_group(_hodgkin("II")).value == "early_esr_unknown"
     assert hodgkin_stage_group(_hodgkin("II", "ESR 18 mm/h")).value == "early_favourable"
+    # a risk factor not recorded at all leaves the group undecided
+    unknown = hodgkin_stage_group(_hodgkin("II", nodal_regions_involved=None))
+    assert unknown.value is None
+    assert "staging.nodal_regions_involved" in unknown.inputs_missing
 
 
 @pytest.mark.parametrize(
