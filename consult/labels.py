@@ -42,6 +42,7 @@ DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
         "derived.hodgkin_stage_group": "Hodgkin risk group (GHSG)",
         "derived.h_pylori": "Helicobacter pylori",
         "derived.pregnancy_trimester": "Trimester of pregnancy",
+        "derived.pregnancy_recorded": "Pregnancy on record",
     }
 )
 

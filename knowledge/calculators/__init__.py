@@ -45,6 +45,7 @@ from knowledge.calculators.patient import (
     early_relapse,
     frailty,
     months_to_relapse,
+    pregnancy_recorded,
     pregnancy_trimester,
     prior_regimens,
 )
@@ -118,6 +119,7 @@ __all__ = [
     "months_to_relapse",
     "parse_ann_arbor",
     "parse_preferences",
+    "pregnancy_recorded",
     "pregnancy_trimester",
     "prior_regimens",
     "qt_prolonging_drugs",

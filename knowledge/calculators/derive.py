@@ -37,6 +37,7 @@ from knowledge.calculators.patient import (
     early_relapse,
     frailty,
     months_to_relapse,
+    pregnancy_recorded,
     pregnancy_trimester,
     prior_regimens,
     treatment_line,
@@ -97,6 +98,7 @@ PATIENT: Final[dict[str, Calculator]] = {
     "early_relapse": early_relapse,
     "line": treatment_line,
     "pregnancy_trimester": pregnancy_trimester,
+    "pregnancy_recorded": pregnancy_recorded,
 }
 
 _COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}

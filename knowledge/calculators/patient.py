@@ -261,3 +261,14 @@ def pregnancy_trimester(case: Mapping[str, Any]) -> CalcResult:
                 return inputs.result(name, trimester, PREGNANCY_SOURCE, f"stated: {trimester}")
     detail = "pregnant; gestational age not recorded: date the pregnancy first"
     return inputs.result(name, "unknown", PREGNANCY_SOURCE, detail)
+
+
+def pregnancy_recorded(case: Mapping[str, Any]) -> CalcResult:
+    """True only when patient.pregnant is recorded as true; False otherwise, a missing value
+    included. For steps whose alternative is worse when a recorded pregnancy is overlooked than
+    when an unrecorded one is: PET-CT response imaging is planned unless a pregnancy is on record
+    (a pregnant patient gets MRI and ultrasound instead)."""
+    inputs = Inputs(case)
+    pregnant = inputs.boolean("patient.pregnant", record_missing=False)
+    detail = "pregnancy recorded" if pregnant else "no pregnancy on record"
+    return inputs.result("pregnancy_recorded", pregnant is True, PREGNANCY_SOURCE, detail)

@@ -1136,6 +1136,7 @@ COMMON_FACTS = {
     "early_relapse",
     "line",
     "pregnancy_trimester",
+    "pregnancy_recorded",
 }
 
 

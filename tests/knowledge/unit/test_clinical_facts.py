@@ -14,7 +14,7 @@ from knowledge.calculators.lymphoma import (
     hodgkin_stage_group,
     lymphoma_entity,
 )
-from knowledge.calculators.patient import pregnancy_trimester
+from knowledge.calculators.patient import pregnancy_recorded, pregnancy_trimester
 from knowledge.calculators.transplant import tumour_burden_score
 
 
@@ -193,3 +193,11 @@ def test_clinical_facts_pregnancy_trimester(
     patient: dict[str, Any], notes: str | None, trimester: str | None
 ) -> None:
     assert pregnancy_trimester(case(patient=patient, notes=notes or "")).value == trimester
+
+
+@pytest.mark.parametrize(("pregnant", "recorded"), [(True, True), (False, False), (None, False)])
+def test_clinical_facts_pregnancy_recorded_is_never_unknown(
+    pregnant: bool | None, recorded: bool
+) -> None:
+    # PET-CT response imaging is planned unless a pregnancy is on record
+    assert pregnancy_recorded(case(patient={"pregnant": pregnant})).value is recorded
