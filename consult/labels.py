@@ -31,6 +31,7 @@ DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
         "derived.within_milan": "Within Milan criteria",
         "derived.within_up_to_7": "Within up-to-7 criteria",
         "derived.within_ucsf": "Within UCSF criteria",
+        "derived.tumour_burden_score": "Tumour burden (largest nodule cm + number of nodules)",
         "derived.liver_decompensated": "Decompensated liver disease",
         "derived.carboplatin_auc5_mg": "Carboplatin dose for AUC 5 (Calvert, mg)",
         "derived.carboplatin_auc6_mg": "Carboplatin dose for AUC 6 (Calvert, mg)",
@@ -56,6 +57,11 @@ DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
         "derived.months_to_relapse": "Months from last therapy to relapse",
         "derived.prior_regimens": "Prior regimens",
         "derived.early_relapse": "Relapse within 12 months (or refractory)",
+        "derived.lymphoma_entity": "Lymphoma entity",
+        "derived.hodgkin_stage_group": "Hodgkin risk group (GHSG)",
+        "derived.h_pylori": "Helicobacter pylori",
+        "derived.pregnancy_trimester": "Trimester of pregnancy",
+        "derived.pregnancy_recorded": "Pregnancy on record",
     }
 )
 

@@ -11,7 +11,7 @@ from django.db import connection
 from consult.engine.protocols import Evidence, EvidenceRequest, Retrieved
 from knowledge.applicability import case_facts, context_applies, missing_facts
 from knowledge.bundle import Context
-from knowledge.explain import held_conditions
+from knowledge.explain import failed_conditions, held_conditions
 from knowledge.models import UnitVersion
 from knowledge.selectors import Hit, published_versions, query_vectors, unit_search
 
@@ -19,6 +19,7 @@ from knowledge.selectors import Hit, published_versions, query_vectors, unit_sea
 def _evidence(version: UnitVersion, facts: Mapping[str, Any]) -> Evidence:
     context = Context.model_validate(version.content.get("context") or {})
     source = version.source
+    applies = context_applies(context, facts)
     return Evidence(
         unit_id=version.unit.key,
         kind=version.unit.kind,
@@ -32,9 +33,10 @@ def _evidence(version: UnitVersion, facts: Mapping[str, Any]) -> Evidence:
         grade=f"{version.grade_system}: {version.grade_native}",
         grade_ordinal=version.grade_ordinal,
         content=version.content,
-        applies=context_applies(context, facts),
+        applies=applies,
         missing=tuple(missing_facts(context, facts)),
         held=held_conditions(context, facts),
+        failed=failed_conditions(context, facts) if applies is False else (),
     )
 
 
@@ -128,6 +130,14 @@ class DbRetriever:
                     e for e in in_scope if e.kind in request.kinds and e.applies is not False
                 ],
                 hits=[_hit_evidence(hit, facts) for hit in hits],
+                considered=[
+                    e
+                    for e in in_scope
+                    if "therapy_step" in request.kinds
+                    and e.kind == "therapy_step"
+                    and e.cancer_type == cancer_type
+                    and e.applies is False
+                ],
             )
             self.used_version_ids.update(e.version_id for e in retrieved.applicable)
             self.used_version_ids.update(e.version_id for e in retrieved.hits)

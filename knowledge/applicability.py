@@ -11,6 +11,7 @@ from typing import Any
 
 from knowledge.bundle import Condition, Context
 from knowledge.calculators import derive_all
+from knowledge.calculators.negation import affirms
 
 Truth = bool | None
 
@@ -56,11 +57,12 @@ def condition_holds(condition: Condition, facts: Mapping[str, Any]) -> Truth:
         inside = _norm(value) in {_norm(t) for t in target}
         return inside if op == "in" else not inside
     if op == "contains_any":
+        # Free text is read for what it affirms: "no seizures", "non-bulky", "H. pylori
+        # negative" and "non-Hodgkin" mention a term without meaning it.
         haystack = (
             [value] if isinstance(value, str) else list(value) if isinstance(value, list) else []
         )
-        needles = [str(t).casefold() for t in target]
-        return any(n in str(item).casefold() for item in haystack for n in needles)
+        return any(affirms(str(item), str(term)) for item in haystack for term in target)
     if not _is_number(value):
         return None  # a comparison on a non-number cannot be decided
     decided: bool = {

@@ -259,6 +259,11 @@ class TherapyAction(_Strict):
     ``interchangeable``: groups of ``agents`` of which any one will do ("R-ICE, R-DHAP or
     R-GDP": cisplatin or carboplatin); a contraindication to one withdraws it and the regimen
     stays with the others, instead of the whole option leaving the plan.
+    ``option``: the MDT option the step belongs to, in a tumour board's words ("liver
+    transplantation", "CAR T-cell therapy"); steps sharing it are one option. A main option
+    that does not apply to the patient is named in the plan's rejected options with the
+    conditions that rule it out, so the plan answers "resection, ablation, TACE or
+    transplant?"; steps without one (dose variants, special situations) are not listed.
     """
 
     type: Literal["therapy"] = "therapy"
@@ -273,6 +278,7 @@ class TherapyAction(_Strict):
     declined_if: tuple[Literal[PREFERENCE_TOPICS], ...] = ()  # type: ignore[valid-type]
     dose_adjustments: tuple[Annotated[str, Field(min_length=3, max_length=300)], ...] = ()
     interchangeable: tuple[tuple[str, ...], ...] = ()
+    option: Annotated[str, Field(max_length=80)] = ""
 
     @model_validator(mode="after")
     def _with_modalities_for_adjuncts(self) -> TherapyAction:

@@ -10,7 +10,7 @@ from typing import Any
 from consult.engine.protocols import Evidence, EvidenceRequest, Retrieved
 from knowledge.applicability import case_facts, context_applies, missing_facts
 from knowledge.bundle import Bundle, UnitSpec, content_hash, unit_content
-from knowledge.explain import held_conditions
+from knowledge.explain import failed_conditions, held_conditions
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -24,6 +24,7 @@ class BundleRetriever:
         content = unit_content(unit)
         digest = content_hash(content)
         source = self.sources[unit.source]
+        applies = context_applies(unit.context, facts)
         return Evidence(
             unit_id=unit.key,
             kind=unit.kind.value,
@@ -37,9 +38,10 @@ class BundleRetriever:
             grade=f"{unit.grade.system}: {unit.grade.native}",
             grade_ordinal=unit.grade.ordinal,
             content=content,
-            applies=context_applies(unit.context, facts),
+            applies=applies,
             missing=tuple(missing_facts(unit.context, facts)),
             held=held_conditions(unit.context, facts),
+            failed=failed_conditions(unit.context, facts) if applies is False else (),
             score=score,
         )
 
@@ -61,6 +63,21 @@ class BundleRetriever:
         facts = case_facts(case)
         found = [self._evidence(u, facts) for u in self._scope(cancer_type, kinds)]
         return [e for e in found if everything or e.applies is not False]
+
+    def considered(
+        self, *, cancer_type: str, kinds: Sequence[str], case: Mapping[str, Any]
+    ) -> list[Evidence]:
+        """The therapy steps of the cancer type itself that do not apply to the case."""
+        if "therapy_step" not in kinds:
+            return []
+        facts = case_facts(case)
+        units = [
+            u
+            for u in self._scope(cancer_type, ("therapy_step",))
+            if u.cancer_type.value == cancer_type
+        ]
+        found = [self._evidence(u, facts) for u in units]
+        return [e for e in found if e.applies is False]
 
     def search(
         self, *, query: str, cancer_type: str, kinds: Sequence[str], k: int, case: Mapping[str, Any]
@@ -98,6 +115,7 @@ class BundleRetriever:
                         query=r.query, cancer_type=cancer_type, kinds=r.kinds, k=k, case=case
                     )
                 ),
+                considered=self.considered(cancer_type=cancer_type, kinds=r.kinds, case=case),
             )
             for r in requests
         }

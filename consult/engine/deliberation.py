@@ -32,6 +32,7 @@ from consult.engine.context import (
 )
 from consult.engine.gate import relevant_need
 from consult.engine.grounding import ground_report, tree_nodes
+from consult.engine.options import not_advised
 from consult.engine.protocols import (
     EngineEvent,
     Evidence,
@@ -56,6 +57,7 @@ from consult.engine.schemas import (
     ConflictRecord,
     CrossReview,
     EvidenceItem,
+    Intent,
     MonitoringItem,
     Plan,
     PlanComponent,
@@ -107,6 +109,8 @@ class _State:
     staging: dict[str, Any]
     triage: Triage | None = None
     evidence: dict[str, list[Evidence]] = field(default_factory=dict)
+    # Therapy steps that do not apply (from Treatment's retrieval): the options ruled out.
+    considered: list[Evidence] = field(default_factory=list)
     reports: dict[str, RoleReport] = field(default_factory=dict)
     history: list[RoleReport] = field(default_factory=list)  # every report of every round
     ungrounded: dict[str, set[str]] = field(default_factory=dict)
@@ -129,7 +133,10 @@ def _evidence_to_dict(evidence: Evidence) -> dict[str, Any]:
 
 def _evidence_from_dict(data: Mapping[str, Any]) -> Evidence:
     held = tuple((fact, value) for fact, value in data.get("held") or ())
-    return Evidence(**{**data, "missing": tuple(data.get("missing") or ()), "held": held})
+    failed = tuple(tuple(row) for row in data.get("failed") or ())
+    return Evidence(
+        **{**data, "missing": tuple(data.get("missing") or ()), "held": held, "failed": failed}
+    )
 
 
 class Deliberation:
@@ -256,7 +263,9 @@ class Deliberation:
             for hit in hits:
                 merged.setdefault(hit.unit_id, hit)
             evidence = sorted(merged.values(), key=lambda e: (-e.score, e.unit_id))
-            payload = {"evidence": [_evidence_to_dict(e) for e in evidence]}
+            payload: dict[str, Any] = {"evidence": [_evidence_to_dict(e) for e in evidence]}
+            if role == "treatment":
+                payload["considered"] = [_evidence_to_dict(e) for e in found.considered]
             event = EngineEvent(
                 "retrieval",
                 {
@@ -281,6 +290,8 @@ class Deliberation:
 
         result = await self._step(f"retrieval.{role}", run)
         self.state.evidence[role] = [_evidence_from_dict(d) for d in result["evidence"]]
+        if role == "treatment":
+            self.state.considered = [_evidence_from_dict(d) for d in result.get("considered") or ()]
 
     # --- 4-8: rounds --------------------------------------------------------------------------
 
@@ -624,6 +635,17 @@ class Deliberation:
         draft = self.state.synthesis.draft
         plan_components = [PlanComponent.model_validate(c) for c in gate["components"]]
         rejected = [*draft.rejected, *(RejectedOption.model_validate(r) for r in gate["rejected"])]
+        memory = {e.unit_id: e for units in self.state.evidence.values() for e in units}
+        for unit in gate.get("units") or ():
+            memory.setdefault(unit["unit_id"], _evidence_from_dict(unit))
+        # The MDT question answered: the main options that never applied, and why.
+        rejected += not_advised(
+            self.state.considered,
+            plan_components,
+            known=memory,
+            labels=self.labels,
+            rejected=rejected,
+        )
         monitoring = [
             MonitoringItem(phase=m.phase, what=m.what, interval=m.interval, anchor=m.anchor)
             for m in draft.monitoring
@@ -640,9 +662,6 @@ class Deliberation:
             ).claims
             for e in claim.evidence
         ]
-        memory = {e.unit_id: e for units in self.state.evidence.values() for e in units}
-        for unit in gate.get("units") or ():
-            memory.setdefault(unit["unit_id"], _evidence_from_dict(unit))
         evidence = [
             EvidenceItem(**memory[key].cite()) for key in dict.fromkeys(cited) if key in memory
         ]
@@ -655,8 +674,8 @@ class Deliberation:
             | {n for role in deciders for n in self.state.reports.get(role, _EMPTY).needs_data}
             if relevant_need(n, self.state.facts)
         )
-        intent = draft.intent
-        # The gate may have changed the pathway: the answer is written from the final plan.
+        # The gate may have changed the pathway: the intent and the answer follow the final plan.
+        intent = final_intent(plan_components, memory) or draft.intent
         summary = guideline.plan_summary(
             question=str(self.state.case.get("question") or ""),
             case=self.state.case,
@@ -763,6 +782,22 @@ class Deliberation:
         else:
             self.state.stopped_by = "round limit"
         return await self._final()
+
+
+def final_intent(
+    components: Sequence[PlanComponent], known: Mapping[str, Evidence]
+) -> Intent | None:
+    """The intent of the pathway's leading option as its knowledge unit states it, when the
+    safety gate put another option first than the one the board's draft was written for."""
+    for component in components:
+        if component.role != "primary" or component.adjunct or component.modality == "antiviral":
+            continue
+        for unit_id in component.evidence:
+            intent = known[unit_id].action.get("intent") if unit_id in known else None
+            if intent in ("curative", "palliative", "surveillance"):
+                return intent  # type: ignore[no-any-return]
+        return None
+    return None
 
 
 def _unique_rejected(rejected: Sequence[RejectedOption]) -> list[RejectedOption]:

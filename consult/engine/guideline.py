@@ -71,9 +71,14 @@ def relevant_staging(case: Mapping[str, Any]) -> tuple[str, ...]:
     cancer = str(case.get("cancer_type") or "other")
     if cancer == "lymphoma":
         diagnosis = case.get("diagnosis") or {}
-        words = f"{diagnosis.get('histology') or ''} {diagnosis.get('subtype') or ''}"
-        if "follicular" in words.casefold() and "large" not in words.casefold():
+        words = f"{diagnosis.get('histology') or ''} {diagnosis.get('subtype') or ''}".casefold()
+        if "follicular" in words and "large" not in words:
             return ("ann_arbor_stage", "flipi")
+        # IPI and CNS-IPI were built for aggressive B-cell lymphoma: Hodgkin, mantle cell and
+        # marginal zone lymphoma are shown with their Ann Arbor stage only.
+        hodgkin = "hodgkin" in words.replace("non-hodgkin", "").replace("non hodgkin", "")
+        if hodgkin or any(w in words for w in ("mantle", "marginal zone", "malt")):
+            return ("ann_arbor_stage",)
     return RELEVANT_STAGING.get(cancer, ())
 
 

@@ -31,6 +31,9 @@ class Evidence:
     score: float = 0.0
     # (fact, the patient's value) of each condition that holds: why the unit applies.
     held: tuple[tuple[str, Any], ...] = ()
+    # (fact, operator, the value needed, the patient's value, "all" | "any") of each condition
+    # that fails: why a unit that does not apply was not an option for this patient.
+    failed: tuple[tuple[str, str, Any, Any, str], ...] = ()
 
     @property
     def action(self) -> Mapping[str, Any]:
@@ -64,10 +67,13 @@ class Retrieved:
     """One member's evidence: every unit of its kinds whose context applies (True) or cannot
     be decided for lack of data (None) - and, for a request for ``everything``, also those
     that do not apply (False) - and its top-k hybrid hits for the query (never a unit that
-    does not apply)."""
+    does not apply); ``considered`` holds the therapy steps that do not apply."""
 
     applicable: list[Evidence]
     hits: list[Evidence]
+    # Therapy steps of the case's cancer that do not apply, each with its failed conditions:
+    # the options a tumour board weighs and rules out (only for requests for therapy steps).
+    considered: list[Evidence] = field(default_factory=list)
 
 
 class Retriever(Protocol):

@@ -23,10 +23,14 @@ from knowledge.calculators.liver import (
 )
 from knowledge.calculators.lymphoma import (
     ann_arbor_stage,
+    classify_lymphoma,
     cns_ipi,
     flipi,
     flipi_risk,
+    h_pylori_status,
+    hodgkin_stage_group,
     ipi,
+    lymphoma_entity,
     parse_ann_arbor,
 )
 from knowledge.calculators.medications import (
@@ -37,7 +41,14 @@ from knowledge.calculators.medications import (
     strong_cyp3a4_inducers,
     strong_cyp3a4_inhibitors,
 )
-from knowledge.calculators.patient import early_relapse, frailty, months_to_relapse, prior_regimens
+from knowledge.calculators.patient import (
+    early_relapse,
+    frailty,
+    months_to_relapse,
+    pregnancy_recorded,
+    pregnancy_trimester,
+    prior_regimens,
+)
 from knowledge.calculators.preferences import declines, parse_preferences, wants
 from knowledge.calculators.renal import (
     calvert_dose_mg,
@@ -55,7 +66,12 @@ from knowledge.calculators.tnm import (
     lung_tnm_stage,
     tnm_stage,
 )
-from knowledge.calculators.transplant import within_milan, within_ucsf, within_up_to_7
+from knowledge.calculators.transplant import (
+    tumour_burden_score,
+    within_milan,
+    within_ucsf,
+    within_up_to_7,
+)
 
 __all__ = [
     "STAGING_KEYS",
@@ -81,6 +97,7 @@ __all__ = [
     "child_pugh_points",
     "child_pugh_score",
     "ckd_epi_2021",
+    "classify_lymphoma",
     "cns_ipi",
     "cockcroft_gault",
     "crcl_cockcroft_gault",
@@ -92,19 +109,25 @@ __all__ = [
     "flipi",
     "flipi_risk",
     "frailty",
+    "h_pylori_status",
+    "hodgkin_stage_group",
     "ipi",
     "liver_decompensated",
     "lung_stage_group",
     "lung_tnm_stage",
+    "lymphoma_entity",
     "months_to_relapse",
     "parse_ann_arbor",
     "parse_preferences",
+    "pregnancy_recorded",
+    "pregnancy_trimester",
     "prior_regimens",
     "qt_prolonging_drugs",
     "staging_summary",
     "strong_cyp3a4_inducers",
     "strong_cyp3a4_inhibitors",
     "tnm_stage",
+    "tumour_burden_score",
     "wants",
     "within_milan",
     "within_ucsf",

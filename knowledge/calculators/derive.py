@@ -30,7 +30,16 @@ from knowledge.calculators.lung import (
     lung_drivers,
     lung_first_line_targeted,
 )
-from knowledge.calculators.lymphoma import ann_arbor_stage, cns_ipi, flipi, flipi_risk, ipi
+from knowledge.calculators.lymphoma import (
+    ann_arbor_stage,
+    cns_ipi,
+    flipi,
+    flipi_risk,
+    h_pylori_status,
+    hodgkin_stage_group,
+    ipi,
+    lymphoma_entity,
+)
 from knowledge.calculators.medications import (
     anticoagulants,
     antiplatelets,
@@ -43,6 +52,8 @@ from knowledge.calculators.patient import (
     early_relapse,
     frailty,
     months_to_relapse,
+    pregnancy_recorded,
+    pregnancy_trimester,
     prior_regimens,
     treatment_line,
 )
@@ -62,7 +73,12 @@ from knowledge.calculators.textfacts import (
     steroids_for_brain_metastases,
 )
 from knowledge.calculators.tnm import breast_tnm_stage, lung_tnm_stage
-from knowledge.calculators.transplant import within_milan, within_ucsf, within_up_to_7
+from knowledge.calculators.transplant import (
+    tumour_burden_score,
+    within_milan,
+    within_ucsf,
+    within_up_to_7,
+)
 
 Calculator = Callable[[Mapping[str, Any]], CalcResult]
 
@@ -116,6 +132,8 @@ PATIENT: Final[dict[str, Calculator]] = {
     "prior_regimens": prior_regimens,
     "early_relapse": early_relapse,
     "line": treatment_line,
+    "pregnancy_trimester": pregnancy_trimester,
+    "pregnancy_recorded": pregnancy_recorded,
 }
 
 _COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}
@@ -130,6 +148,7 @@ CALCULATORS_BY_CANCER_TYPE: Final[dict[str, dict[str, Calculator]]] = {
         "within_milan": within_milan,
         "within_up_to_7": within_up_to_7,
         "within_ucsf": within_ucsf,
+        "tumour_burden_score": tumour_burden_score,
     },
     "lung_adenocarcinoma": {
         "tnm_stage": lung_tnm_stage,
@@ -151,6 +170,9 @@ CALCULATORS_BY_CANCER_TYPE: Final[dict[str, dict[str, Calculator]]] = {
         "cns_ipi": cns_ipi,
         "flipi": flipi,
         "flipi_risk": flipi_risk,
+        "lymphoma_entity": lymphoma_entity,
+        "hodgkin_stage_group": hodgkin_stage_group,
+        "h_pylori": h_pylori_status,
     },
 }
 

@@ -1,4 +1,5 @@
-"""Lymphoma staging and prognostic indices: Ann Arbor stage, IPI and CNS-IPI."""
+"""Lymphoma staging and prognostic indices: Ann Arbor stage, IPI, CNS-IPI, FLIPI, the entity,
+the Hodgkin risk group and the Helicobacter pylori status."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from knowledge.calculators._common import CalcResult, Inputs, lookup
+from knowledge.calculators.negation import affirms, term_occurrences
 
 ANN_ARBOR_SOURCE: Final = (
     "Carbone PP, et al. Report of the Committee on Hodgkin's Disease Staging Classification. "
@@ -267,3 +269,222 @@ def flipi_risk(case: Mapping[str, Any]) -> CalcResult:
     score = sum(factors.values())
     detail = [f"FLIPI {score}", _describe(factors), _FLIPI_NOTES]
     return inputs.result("flipi_risk", flipi_risk_group(score), FLIPI_SOURCE, detail)
+
+
+# --- lymphoma entity, Hodgkin risk group, Helicobacter pylori status --------------------------
+
+ENTITY_SOURCE: Final = (
+    "WHO Classification of Haematolymphoid Tumours, 5th edition (Alaggio R et al., Leukemia "
+    "2022;36:1720-1748) and the International Consensus Classification (Campo E et al., Blood "
+    "2022;140:1229-1253): the entity named in diagnosis.histology and diagnosis.subtype, read "
+    "with negation ('non-Hodgkin' is not Hodgkin); marginal zone lymphoma split by site."
+)
+ENTITIES: Final = (
+    "classic_hodgkin",
+    "nlphl",
+    "mantle_cell",
+    "mzl_gastric_malt",
+    "mzl_extragastric_malt",
+    "mzl_splenic",
+    "mzl_nodal",
+    "burkitt",
+    "hgbl",
+    "pmbcl",
+    "dlbcl",
+    "follicular",
+    "cll_sll",
+    "t_cell",
+    "other",
+)
+
+
+def _says(text: str, *terms: str) -> bool:
+    return any(affirms(text, term) for term in terms)
+
+
+def classify_lymphoma(histology: str, site: str = "") -> str:
+    """The entity a histology text names (see ENTITIES); "other" when none is recognised."""
+    text = histology.casefold()
+    if _says(text, "hodgkin", "chl"):
+        if _says(text, "lymphocyte predominant", "lymphocyte-predominant", "nlphl", "nlpbl"):
+            return "nlphl"
+        return "classic_hodgkin"
+    if _says(text, "mantle cell", "mantle-cell", "mcl"):
+        return "mantle_cell"
+    if _says(text, "marginal zone", "marginal-zone", "malt", "mzl", "smzl", "nmzl"):
+        if _says(text, "splenic", "smzl"):
+            return "mzl_splenic"
+        if _says(text, "nodal marginal", "nmzl") and not _says(text, "extranodal"):
+            return "mzl_nodal"
+        if _says(f"{text} {site.casefold()}", "gastric", "stomach"):
+            return "mzl_gastric_malt"
+        if _says(text, "malt", "extranodal") or not _says(site.casefold(), "node", "nodal"):
+            return "mzl_extragastric_malt"
+        return "mzl_nodal"
+    if _says(text, "burkitt"):
+        return "burkitt"
+    if _says(
+        text,
+        "high-grade b-cell",
+        "high grade b-cell",
+        "double-hit",
+        "double hit",
+        "triple-hit",
+        "triple hit",
+        "hgbl",
+    ):
+        return "hgbl"
+    if _says(text, "primary mediastinal", "pmbcl", "pmbl"):
+        return "pmbcl"
+    if _says(text, "diffuse large", "dlbcl", "large b-cell", "lbcl"):
+        return "dlbcl"
+    if _says(text, "follicular"):
+        return "follicular"
+    if _says(text, "chronic lymphocytic", "small lymphocytic", "cll", "sll"):
+        return "cll_sll"
+    if _says(text, "t-cell", "t cell", "nk/t", "anaplastic large", "mycosis"):
+        return "t_cell"
+    return "other"
+
+
+def lymphoma_entity(case: Mapping[str, Any]) -> CalcResult:
+    """The lymphoma entity from histology and subtype (histology required)."""
+    inputs = Inputs(case)
+    histology = inputs.text("diagnosis.histology")
+    subtype = inputs.text("diagnosis.subtype", record_missing=False) or ""
+    site = inputs.text("index_lesion.site", record_missing=False) or ""
+    if histology is None:
+        return inputs.result("lymphoma_entity", None, ENTITY_SOURCE)
+    entity = classify_lymphoma(f"{histology}; {subtype}", site)
+    return inputs.result("lymphoma_entity", entity, ENTITY_SOURCE, f"read from '{histology}'")
+
+
+HODGKIN_GROUP_SOURCE: Final = (
+    "German Hodgkin Study Group (GHSG) risk factors, as used by ESMO 2018 (Eichenauer DA et al., "
+    "Ann Oncol 2018;29 Suppl 4:iv19-iv29) and NCCN Hodgkin Lymphoma: large mediastinal mass, "
+    "extranodal disease, ESR >= 50 mm/h (>= 30 with B symptoms), >= 3 nodal areas; stage I-II "
+    "without a factor = early favourable, with one = early unfavourable (IIB with a large "
+    "mediastinal mass or extranodal disease = advanced); III-IV = advanced. Bulky disease is read "
+    "as the large mediastinal mass, nodal regions as GHSG areas, ESR from the notes."
+)
+_ESR_RE: Final = re.compile(
+    r"\b(?:ESR|erythrocyte\s+sedimentation\s+rate)\b\D{0,20}?(\d{1,3})(?:\s*mm)?", re.IGNORECASE
+)
+
+
+def esr_from_notes(notes: str) -> int | None:
+    """The ESR (mm/h) a note states, e.g. "ESR 38 mm/h"; None when it states none."""
+    match = _ESR_RE.search(notes)
+    return int(match.group(1)) if match else None
+
+
+def hodgkin_stage_group(case: Mapping[str, Any]) -> CalcResult:
+    """early_favourable | early_unfavourable | early_esr_unknown (no other risk factor, the ESR
+    not stated) | advanced, for classic Hodgkin lymphoma only."""
+    name = "hodgkin_stage_group"
+    inputs = Inputs(case)
+    entity = lymphoma_entity(case).value
+    if entity != "classic_hodgkin":
+        return inputs.result(name, None, HODGKIN_GROUP_SOURCE, "not classic Hodgkin lymphoma")
+    stage = _read_stage(inputs)
+    if stage is None:
+        return inputs.result(name, None, HODGKIN_GROUP_SOURCE)
+    if stage.stage in ("III", "IV"):
+        return inputs.result(name, "advanced", HODGKIN_GROUP_SOURCE, f"stage {stage.stage}")
+    bulky = inputs.boolean("staging.bulky_disease")
+    extranodal_n = inputs.number("staging.extranodal_sites_count", minimum=0)
+    nodal_n = inputs.number("staging.nodal_regions_involved", minimum=0, maximum=50)
+    b_symptoms = inputs.boolean("staging.b_symptoms")
+    notes = inputs.text("notes", record_missing=False) or ""
+    esr = esr_from_notes(notes)
+    extranodal = None if extranodal_n is None else extranodal_n > 0
+    esr_high = None
+    if esr is not None and b_symptoms is not None:
+        esr_high = esr >= (30 if b_symptoms else 50)
+    elif esr is not None and esr >= 50:
+        esr_high = True
+    factors = {
+        "large mediastinal mass (bulky)": bulky,
+        "extranodal disease": extranodal,
+        "ESR raised": esr_high,
+        ">= 3 nodal areas": None if nodal_n is None else nodal_n >= 3,
+    }
+    present = [k for k, v in factors.items() if v]
+    if b_symptoms and stage.stage == "II" and (bulky or extranodal):
+        inputs.missing.clear()
+        return inputs.result(
+            name, "advanced", HODGKIN_GROUP_SOURCE, "stage IIB with bulk or extranodal disease"
+        )
+    if present:
+        # One risk factor decides: what else is missing cannot make the disease favourable.
+        inputs.missing.clear()
+        detail = "risk factors: " + ", ".join(present)
+        return inputs.result(name, "early_unfavourable", HODGKIN_GROUP_SOURCE, detail)
+    if any(v is None for k, v in factors.items() if k != "ESR raised"):
+        if esr is None:
+            inputs.missing.append("notes (ESR)")
+        return inputs.result(name, None, HODGKIN_GROUP_SOURCE, "risk factors not all known")
+    if esr_high is None:
+        # Early stage, no risk factor among those recorded; the ESR (not a case field) decides
+        # favourable or unfavourable, so the group says it is pending instead of guessing.
+        detail = "early stage without bulk, extranodal disease or >= 3 areas; ESR not stated"
+        return inputs.result(name, "early_esr_unknown", HODGKIN_GROUP_SOURCE, detail)
+    return inputs.result(name, "early_favourable", HODGKIN_GROUP_SOURCE, "no GHSG risk factor")
+
+
+H_PYLORI_SOURCE: Final = (
+    "Helicobacter pylori status as stated in the notes, comorbidities, histology or lesion "
+    "description ('H. pylori positive', 'negative for Helicobacter'); ESMO marginal zone "
+    "lymphoma guideline 2020 (Zucca E et al.): the status decides first-line therapy of gastric "
+    "MALT lymphoma."
+)
+_HP_TERMS: Final = (
+    "helicobacter",
+    "h. pylori",
+    "h.pylori",
+    "h pylori",
+    "hp-positive",
+    "hp-negative",
+)
+_HP_POSITIVE_AFTER_RE: Final = re.compile(
+    r"^\W{0,3}(?:\w+\W+){0,3}?(?:positive|detected|present|infection|infected|gastritis|seen)\b",
+    re.IGNORECASE,
+)
+_HP_POSITIVE_BEFORE_RE: Final = re.compile(r"\bpositive\s+for\s*$", re.IGNORECASE)
+_HP_UNKNOWN_RE: Final = re.compile(
+    r"^\W{0,3}(?:\w+\W+){0,3}?(?:pending|awaited|unknown|not\s+(?:tested|done|available|known))",
+    re.IGNORECASE,
+)
+
+
+def h_pylori_status(case: Mapping[str, Any]) -> CalcResult:
+    """positive | negative from free text (the last statement wins); None when none is made."""
+    inputs = Inputs(case)
+    texts: list[str] = []
+    for path in ("notes", "diagnosis.histology", "diagnosis.subtype", "index_lesion.description"):
+        text = inputs.text(path, record_missing=False)
+        if text:
+            texts.append(text)
+    comorbidities = lookup(case, "patient.comorbidities")
+    if isinstance(comorbidities, list):
+        texts += [str(c) for c in comorbidities if isinstance(c, str)]
+    status: str | None = None
+    said = ""
+    for text in texts:
+        for term in _HP_TERMS:
+            for start, end, negated in term_occurrences(text, term):
+                after = text[end : end + 60]
+                if _HP_UNKNOWN_RE.match(after):
+                    continue
+                if negated or "negative" in term:
+                    status, said = "negative", text
+                elif (
+                    "positive" in term
+                    or _HP_POSITIVE_AFTER_RE.match(after)
+                    or _HP_POSITIVE_BEFORE_RE.search(text[:start])
+                ):
+                    status, said = "positive", text
+    if status is None:
+        inputs.missing.append("notes (H. pylori status)")
+        return inputs.result("h_pylori", None, H_PYLORI_SOURCE, "no H. pylori status stated")
+    return inputs.result("h_pylori", status, H_PYLORI_SOURCE, f"from: {said[:120]}")

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from knowledge.calculators._common import CalcResult, Inputs, lookup
+from knowledge.calculators.negation import affirms
 
 FRAILTY_SOURCE: Final = (
     "Bellera CA, Rainfray M, Mathoulin-Pelissier S, et al. Screening older cancer patients: "
@@ -199,3 +200,75 @@ def treatment_line(case: Mapping[str, Any]) -> CalcResult:
     if local:
         detail += f"; {local} local therapies (surgery, ablation, radiotherapy ...) not counted"
     return inputs.result(name, len(systemic) + 1, LINE_SOURCE, detail)
+
+
+PREGNANCY_SOURCE: Final = (
+    "Trimester from patient.gestational_age_weeks when the case has it, else from a gestational "
+    "age or trimester stated in the notes or comorbidities ('24 weeks' gestation', 'first "
+    "trimester'); first < 14 weeks, second 14-27, third >= 28 (ESMO cancer, pregnancy and "
+    "fertility guideline 2013, Peccatori FA et al.: no chemotherapy before about 14 weeks). A "
+    "pregnancy without a stated gestational age is 'unknown': no chemotherapy decision before "
+    "dating."
+)
+TRIMESTERS: Final = ("first", "second", "third", "unknown", "not_pregnant")
+_WEEKS_RE: Final = re.compile(
+    r"\b(\d{1,2})(?:\s*\+\s*\d)?\s*(?:weeks?|wks?)['\u2019]?\s*(?:of\s+)?"
+    r"(?:gestation|pregnan|amenorrh|ga\b)"
+    r"|\b(?:gestation(?:al\s+age)?|ga)\s*(?:of\s+|:\s*)?(\d{1,2})(?:\s*\+\s*\d)?\s*(?:weeks?|wks?)\b",
+    re.IGNORECASE,
+)
+_TRIMESTER_WORDS: Final = (
+    ("first", ("first trimester", "1st trimester")),
+    ("second", ("second trimester", "2nd trimester")),
+    ("third", ("third trimester", "3rd trimester")),
+)
+
+
+def trimester_for(weeks: float) -> str:
+    if weeks < 14:
+        return "first"
+    return "second" if weeks < 28 else "third"
+
+
+def pregnancy_trimester(case: Mapping[str, Any]) -> CalcResult:
+    """first | second | third | unknown (pregnant, gestation not stated) | not_pregnant."""
+    name = "pregnancy_trimester"
+    inputs = Inputs(case)
+    pregnant = inputs.boolean("patient.pregnant")
+    if pregnant is None:
+        return inputs.result(name, None, PREGNANCY_SOURCE)
+    if not pregnant:
+        return inputs.result(name, "not_pregnant", PREGNANCY_SOURCE)
+    weeks = inputs.number(
+        "patient.gestational_age_weeks", minimum=0, maximum=45, record_missing=False
+    )
+    if weeks is not None:
+        return inputs.result(
+            name, trimester_for(weeks), PREGNANCY_SOURCE, f"{weeks:g} weeks (recorded)"
+        )
+    texts = [inputs.text("notes", record_missing=False) or ""]
+    comorbidities = lookup(case, "patient.comorbidities")
+    if isinstance(comorbidities, list):
+        texts += [str(c) for c in comorbidities if isinstance(c, str)]
+    for text in texts:
+        match = _WEEKS_RE.search(text)
+        if match:
+            stated = int(match.group(1) or match.group(2))
+            detail = f"{stated} weeks, as stated: '{match.group(0)}'"
+            return inputs.result(name, trimester_for(stated), PREGNANCY_SOURCE, detail)
+        for trimester, words in _TRIMESTER_WORDS:
+            if any(affirms(text, w) for w in words):
+                return inputs.result(name, trimester, PREGNANCY_SOURCE, f"stated: {trimester}")
+    detail = "pregnant; gestational age not recorded: date the pregnancy first"
+    return inputs.result(name, "unknown", PREGNANCY_SOURCE, detail)
+
+
+def pregnancy_recorded(case: Mapping[str, Any]) -> CalcResult:
+    """True only when patient.pregnant is recorded as true; False otherwise, a missing value
+    included. For steps whose alternative is worse when a recorded pregnancy is overlooked than
+    when an unrecorded one is: PET-CT response imaging is planned unless a pregnancy is on record
+    (a pregnant patient gets MRI and ultrasound instead)."""
+    inputs = Inputs(case)
+    pregnant = inputs.boolean("patient.pregnant", record_missing=False)
+    detail = "pregnancy recorded" if pregnant else "no pregnancy on record"
+    return inputs.result("pregnancy_recorded", pregnant is True, PREGNANCY_SOURCE, detail)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from knowledge.calculators._common import CalcResult, Inputs
+from knowledge.calculators.negation import NEGATOR_RE, negated_before
 
 PREFERENCES_SOURCE: Final = (
     "Rule-based reading of patient.preferences (clause split, cue words, negation scope of "
@@ -167,6 +168,14 @@ _TOPICS: Final[tuple[_Topic, ...]] = (
         ("fertility_preservation",),
         "want",
     ),
+    # Continuing the present pregnancy is not a wish for a future one (no egg freezing for a
+    # pregnant patient): the phrase claims its span and names no topic.
+    _t(
+        r"\b(?:continu(?:e|ing)|keep(?:ing)?|maintain(?:ing)?|proceed(?:ing)?\s+with|carry(?:ing)?)"
+        r"\s+(?:the|her|this|their)\s+(?:current\s+|present\s+)?pregnancy(?:\s+to\s+term)?\b",
+        (),
+        "want",
+    ),
     _t(
         r"\b(?:more\s+|further\s+|another\s+|a\s+)?(?:child|children|baby|babies)\b"
         r"|\bpregnan\w*|\bconceive\b|\b(?:start|have|complete)\s+a\s+family\b",
@@ -206,7 +215,6 @@ _CUE_RE: Final = re.compile(
     re.IGNORECASE,
 )
 _CUE_KIND: Final = [(re.compile(rf"(?:{regex})", re.IGNORECASE), pol) for regex, pol in _CUES]
-_NEGATOR_RE: Final = re.compile(r"\b(?:not|never|no|nor)\b|n't\b|\bno\s+longer\b", re.IGNORECASE)
 _SPLIT_RE: Final = re.compile(
     r"[.;!?\n]+|\b(?:but|however|although|though|whereas|except|yet)\b", re.IGNORECASE
 )
@@ -238,12 +246,7 @@ _SCOPE_BREAK_RE: Final = re.compile(r",|\b(?:and|or|then|so|who|which|because)\b
 def _negated(clause: str, start: int) -> bool:
     """A negator in the three words before position `start`, within the same phrase ("has no
     children and wants ..." does not negate "wants")."""
-    prefix = clause[:start]
-    breaks = list(_SCOPE_BREAK_RE.finditer(prefix))
-    if breaks:
-        prefix = prefix[breaks[-1].end() :]
-    words = re.findall(r"[\w']+", prefix)[-3:]
-    return bool(_NEGATOR_RE.search(" ".join(words)))
+    return negated_before(clause, start, words=3, breaks=_SCOPE_BREAK_RE, negators=NEGATOR_RE)
 
 
 def _cue_polarity(clause: str, match: re.Match[str]) -> Polarity:

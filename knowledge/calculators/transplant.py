@@ -161,3 +161,27 @@ def within_ucsf(case: Mapping[str, Any]) -> CalcResult:
         )
     parts = {label: size, **_no_invasion(mvi, ehs)}
     return _decide(inputs, "within_ucsf", parts, UCSF_SOURCE)
+
+
+TUMOUR_BURDEN_SOURCE: Final = (
+    "Largest nodule (cm) + number of nodules, the sum behind up-to-7 (Mazzaferro V et al., Lancet "
+    "Oncol 2009;10(1):35-43) and the 'six-and-twelve' score for chemoembolisation (Wang Q et al., "
+    "J Hepatol 2019;70(5):893-903: <= 6 low, > 6 to 12 intermediate, > 12 high burden, where "
+    "TACE gives the poorest survival)."
+)
+
+
+def tumour_burden_score(case: Mapping[str, Any]) -> CalcResult:
+    """Largest nodule in cm plus the number of nodules (both required), one decimal."""
+    inputs = Inputs(case)
+    count, largest, _mvi, _ehs = _read(inputs)
+    # Invasion is irrelevant to the sum: only the two burden inputs are required.
+    inputs.missing[:] = [p for p in inputs.missing if p in (_P_COUNT, _P_LARGEST)]
+    inputs.used.pop(_P_MVI, None)
+    inputs.used.pop(_P_EHS, None)
+    if count is None or largest is None:
+        return inputs.result("tumour_burden_score", None, TUMOUR_BURDEN_SOURCE)
+    score = round(largest / 10 + count, 1)
+    band = "<= 6" if score <= 6 else "> 6 to 12" if score <= 12 else "> 12"
+    detail = f"{largest / 10:g} cm + {count} nodule(s) = {score:g} (six-and-twelve band {band})"
+    return inputs.result("tumour_burden_score", score, TUMOUR_BURDEN_SOURCE, detail)

@@ -95,3 +95,18 @@ def test_the_safety_gate_gets_every_rule_whether_it_applies_or_not() -> None:
     assert {e.cancer_type for e in found.applicable} <= {"hcc", "any"}
     assert not [u for u in units if u.startswith(("lung.", "breast.", "lymph."))]
     assert found.hits == []
+
+
+def test_treatment_is_given_the_options_that_do_not_apply_with_their_reasons() -> None:
+    # given a BCLC B case (pub-hcc-02: TACE) and the seed in the database
+    load_seed()
+    case = json.loads((PUBLIC_CASES / "pub-hcc-02.json").read_text())
+    found = _retrieve(DbRetriever(), case, PANEL)
+    # then Treatment sees the therapy steps of HCC that do not apply, each with why not
+    considered = {e.unit_id: e for e in found["treatment"].considered}
+    assert "hcc.tx.resection" in considered
+    assert all(e.applies is False and e.failed for e in considered.values())
+    assert all(e.kind == "therapy_step" and e.cancer_type == "hcc" for e in considered.values())
+    assert ("derived.bclc", "eq", "A", "B", "all") in considered["hcc.tx.resection"].failed
+    # and members who do not retrieve therapy steps get none
+    assert found["safety"].considered == []

@@ -1100,6 +1100,7 @@ def test_derive_all_runs_relevant_calculators_only() -> None:
         "within_milan",
         "within_up_to_7",
         "within_ucsf",
+        "tumour_burden_score",
         *COMMON_FACTS,
     }
 
@@ -1146,6 +1147,8 @@ COMMON_FACTS = {
     "prior_regimens",
     "early_relapse",
     "line",
+    "pregnancy_trimester",
+    "pregnancy_recorded",
 }
 
 
