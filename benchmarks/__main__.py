@@ -38,7 +38,7 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from benchmarks import board, engine, intake, retrieval  # noqa: E402
+from benchmarks import board, engine, intake, parsers, retrieval  # noqa: E402
 
 
 def main() -> None:
@@ -48,6 +48,7 @@ def main() -> None:
 
         sys.exit(soak.main(sys.argv[2:]))
     quick = "--quick" in sys.argv
+    parsers.run()
     intake.run()
     retrieval.run_quality()
     engine.run(quick=quick)
