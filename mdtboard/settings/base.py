@@ -265,8 +265,9 @@ SECURE_REFERRER_POLICY = "same-origin"
 
 # Request bodies. The largest legitimate request is a case import of 50 files of at most 1 MiB
 # each (consult.views.MAX_UPLOAD_FILES, consult.casefile.validate.MAX_BYTES), then a 20 MiB
-# knowledge bundle or guideline document. mdtboard.core.limits refuses anything larger with 413
-# before Django reads it; Django reads every body in full before a view can say no.
+# knowledge bundle or guideline document. mdtboard.webserver (Daphne) refuses anything larger
+# with 413 before storing it, and mdtboard.core.limits again in front of Django, which reads
+# every body in full before a view can say no.
 MAX_REQUEST_BYTES = env.int("MDTBOARD_MAX_REQUEST_BYTES", default=64 * 1024 * 1024)
 # Form fields other than files (no form has a large text field); larger bodies get a 400.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

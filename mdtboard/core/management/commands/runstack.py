@@ -76,7 +76,7 @@ def daphne_argv(host: str, port: int) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "daphne",
+        "mdtboard.webserver",
         "-b",
         host,
         "-p",
