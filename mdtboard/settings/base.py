@@ -89,14 +89,20 @@ TEMPLATES = [
 # --- Database: DATABASE_URL, or the embedded PostgreSQL with pgvector under var/ -------------
 # True when the embedded server is used: backups then use its own pg_dump / pg_restore.
 DATABASE_EMBEDDED = not env.str("DATABASE_URL", default="")
+# The app connects as DATABASES["default"], an ordinary role; migrate, flush, backup and
+# restore switch to DATABASE_OWNER, the schema's owner (mdtboard.core.dbroles). A real server
+# names its owner in DATABASE_OWNER_URL (web and worker need not know it); without one, the
+# app's role does everything.
 if not DATABASE_EMBEDDED:
     DATABASES = {"default": env.db_url("DATABASE_URL")}
+    DATABASE_OWNER = (
+        env.db_url("DATABASE_OWNER_URL") if env.str("DATABASE_OWNER_URL", default="") else None
+    )
 else:
-    DATABASES = {
-        "default": env.db_url_config(
-            embedded.ensure_postgres(VAR_DIR, database=env.str("MDTBOARD_DB_NAME", "mdtboard"))
-        )
-    }
+    _owner_uri = embedded.ensure_postgres(VAR_DIR, database=env.str("MDTBOARD_DB_NAME", "mdtboard"))
+    embedded.ensure_app_role(VAR_DIR)
+    DATABASES = {"default": env.db_url_config(embedded.app_role_uri(_owner_uri))}
+    DATABASE_OWNER = env.db_url_config(_owner_uri)
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -27,6 +29,7 @@ from mdtboard.audit.services import (
     audit_subscription,
     audit_verify,
 )
+from mdtboard.core.dbroles import database_owner
 from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -53,23 +56,53 @@ def test_audit_database_refuses_changes(clinician: Any, operation: str) -> None:
     queryset = AuditEvent.objects.filter(pk=event.pk)
     change = queryset.update if operation == "update" else queryset.delete
     kwargs = {"action": "test.rewritten"} if operation == "update" else {}
-    # when anything tries to change or remove it, even bypassing the model layer
-    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+    # when the application tries to change or remove it, even bypassing the model layer
+    with (
+        pytest.raises(DatabaseError, match="permission denied for table audit_auditevent"),
+        transaction.atomic(),
+    ):
         change(**kwargs)
     # then it is unchanged
     event.refresh_from_db()
     assert event.action == "test.keep"
 
 
-def _tamper(event_id: int, **changes: Any) -> None:
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("operation", ["update", "delete"])
+def test_audit_trigger_refuses_changes_even_to_the_owner(clinician: Any, operation: str) -> None:
+    # given an event, and a session as the table's owner (which has the privileges)
+    event = audit_record(action="test.keep", actor=clinician)
+    # when the owner tries to change or remove it
+    queryset = AuditEvent.objects.filter(pk=event.pk)
+    change = queryset.update if operation == "update" else queryset.delete
+    kwargs = {"action": "test.rewritten"} if operation == "update" else {}
+    with database_owner(), pytest.raises(DatabaseError, match="append-only"):
+        change(**kwargs)
+    # then the trigger refused it: it is unchanged
+    event.refresh_from_db()
+    assert event.action == "test.keep"
+
+
+@contextmanager
+def _replica_session() -> Iterator[None]:
     # Only a database superuser can do this: it is what an attacker with DB access would do.
-    with connection.cursor() as cursor:
+    # The app's role cannot (tests/mdtboard/integration/test_database_roles.py), so this runs
+    # as the owner, outside the test's transaction (the tests using it are transactional).
+    with database_owner(), connection.cursor() as cursor:
         # "replica" mode skips ordinary triggers for this session (superuser only).
         cursor.execute("SET session_replication_role = replica")
+        try:
+            yield
+        finally:
+            cursor.execute("SET session_replication_role = DEFAULT")
+
+
+def _tamper(event_id: int, **changes: Any) -> None:
+    with _replica_session():
         AuditEvent.objects.filter(pk=event_id).update(**changes)
-        cursor.execute("SET session_replication_role = DEFAULT")
 
 
+@pytest.mark.django_db(transaction=True)
 def test_audit_verify_reports_first_tampered_event(clinician: Any) -> None:
     # given a chain of five events
     events = [audit_record(action=f"test.{i}", actor=clinician, payload={"i": i}) for i in range(5)]
@@ -84,6 +117,7 @@ def test_audit_verify_reports_first_tampered_event(clinician: Any) -> None:
         call_command("audit_verify")
 
 
+@pytest.mark.django_db(transaction=True)
 def test_audit_verify_reports_a_rewritten_hash_chain_link(clinician: Any) -> None:
     # given events whose second one gets a consistent-looking but forged action
     events = [audit_record(action=f"test.{i}", actor=clinician) for i in range(3)]
@@ -146,8 +180,7 @@ def _rechain(events: list[AuditEvent], *, scheme: int, **changes: Any) -> None:
     """Rewrite the first event with ``changes`` and recompute every later link, as an
     attacker with write access to the table would after the probe's 'rewrite row 600'."""
     prev = events[0].prev_hash
-    with connection.cursor() as cursor:
-        cursor.execute("SET session_replication_role = replica")
+    with _replica_session():
         for i, event in enumerate(AuditEvent.objects.filter(pk__gte=events[0].pk).order_by("id")):
             if i == 0:
                 for name, value in changes.items():
@@ -168,14 +201,11 @@ def _rechain(events: list[AuditEvent], *, scheme: int, **changes: Any) -> None:
             )
             event.save()
             prev = event.hash
-        cursor.execute("SET session_replication_role = DEFAULT")
 
 
 def _delete(event_id: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SET session_replication_role = replica")
+    with _replica_session():
         AuditEvent.objects.filter(pk=event_id).delete()
-        cursor.execute("SET session_replication_role = DEFAULT")
 
 
 def test_new_events_are_signed_with_the_key_from_the_settings(
@@ -193,6 +223,7 @@ def test_new_events_are_signed_with_the_key_from_the_settings(
     assert "fields" in report.reason
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_rewritten_chain_recomputed_without_the_key_is_found(
     clinician: Any, anchor_file: Any
 ) -> None:
@@ -207,6 +238,7 @@ def test_a_rewritten_chain_recomputed_without_the_key_is_found(
     assert report.reason == SCHEME_DOWNGRADE
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_chain_recomputed_even_with_the_key_is_found_by_the_anchor(
     clinician: Any, anchor_file: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
@@ -225,6 +257,7 @@ def test_a_chain_recomputed_even_with_the_key_is_found_by_the_anchor(
         call_command("audit_verify")
 
 
+@pytest.mark.django_db(transaction=True)
 def test_deleting_the_newest_event_is_found_by_the_anchor(
     clinician: Any, anchor_file: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
