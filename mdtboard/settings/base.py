@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import csp.constants
 import django_stubs_ext
 import environ
 from kombu.entity import Queue
@@ -39,6 +40,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "channels",
+    "csp",
     "django_htmx",
     "template_partials",
     "allauth",
@@ -343,7 +345,7 @@ ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
 # --- Web hardening: Content-Security-Policy, audit of refused requests -----------------------
 # Innermost (last): they see the response the view (or its 403/404 handler) made.
 MIDDLEWARE += [
-    "mdtboard.core.middleware.ContentSecurityPolicyMiddleware",
+    "csp.middleware.CSPMiddleware",
     "mdtboard.audit.middleware.AuditDenialsMiddleware",
     # Inside the two above, so that their redirects and refusals carry the same headers.
     # Expiry first: a session that is over is signed out before anything else is decided.
@@ -352,22 +354,19 @@ MIDDLEWARE += [
 ]
 # No inline scripts anywhere (templates load htmx and our script from /static/, allauth's pages
 # pass data in JSON blocks). Inline *styles* stay allowed: htmx injects its indicator styles
-# and the bare 500 page is styled inline; a style cannot run code.
-CONTENT_SECURITY_POLICY = env.str(
-    "CONTENT_SECURITY_POLICY",
-    default="; ".join(
-        [
-            "default-src 'self'",
-            "script-src 'self'",
-            "style-src 'self' 'unsafe-inline'",
-            "img-src 'self' data:",
-            "font-src 'self'",
-            # 'self' covers the same host's ws:// and wss:// (the live board).
-            "connect-src 'self'",
-            "object-src 'none'",
-            "base-uri 'self'",
-            "form-action 'self'",
-            "frame-ancestors 'none'",
-        ]
-    ),
-)
+# and the bare 500 page is styled inline; a style cannot run code. Sent by django-csp.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [csp.constants.SELF],
+        "script-src": [csp.constants.SELF],
+        "style-src": [csp.constants.SELF, csp.constants.UNSAFE_INLINE],
+        "img-src": [csp.constants.SELF, "data:"],
+        "font-src": [csp.constants.SELF],
+        # 'self' covers the same host's ws:// and wss:// (the live board).
+        "connect-src": [csp.constants.SELF],
+        "object-src": [csp.constants.NONE],
+        "base-uri": [csp.constants.SELF],
+        "form-action": [csp.constants.SELF],
+        "frame-ancestors": [csp.constants.NONE],
+    }
+}
