@@ -768,6 +768,21 @@ def test_tnm_codes_match_ajcc8_choices() -> None:
             "Pseudonym contains an invisible text-direction control (U+2066)",
         ),
         (
+            MINIMAL | {"patient": {"pseudonym": "HCC-\u200f12-3"}},
+            "$.patient.pseudonym",
+            "Pseudonym contains an invisible text-direction control (U+200F)",
+        ),
+        (
+            MINIMAL | {"patient": {"pseudonym": "\u200eHCC-123"}},
+            "$.patient.pseudonym",
+            "Pseudonym contains an invisible text-direction control (U+200E)",
+        ),
+        (
+            MINIMAL | {"question": "Resect segment 4\u061c-5?"},
+            "$.question",
+            "MDT question contains an invisible text-direction control (U+061C)",
+        ),
+        (
             MINIMAL | {"question": "Resect?\x1b[31m urgent\x1b[0m"},
             "$.question",
             "MDT question contains an invisible control character (U+001B)",
@@ -783,7 +798,16 @@ def test_tnm_codes_match_ajcc8_choices() -> None:
             "Pseudonym must be a single line",
         ),
     ],
-    ids=["rlo-pseudonym", "lri-pseudonym", "ansi-question", "c1-csi-question", "newline-pseudonym"],
+    ids=[
+        "rlo-pseudonym",
+        "lri-pseudonym",
+        "rlm-pseudonym",
+        "lrm-pseudonym",
+        "alm-question",
+        "ansi-question",
+        "c1-csi-question",
+        "newline-pseudonym",
+    ],
 )
 def test_text_that_would_display_differently_is_refused_naming_the_field(
     document: dict[str, Any], path: str, message: str
@@ -793,6 +817,13 @@ def test_text_that_would_display_differently_is_refused_naming_the_field(
     errors = validate_case(document, filename="c.json", today=TODAY)
     # then the field is named and the character given by its code (it cannot be seen)
     assert [(e.path, e.message.startswith(message)) for e in errors] == [(path, True)]
+
+
+def test_direction_marks_stay_allowed_in_free_text_notes() -> None:
+    # given right-to-left clinical notes, which need the marks to display as written
+    document = MINIMAL | {"notes": "\u05de\u05d8\u05d5\u05e4\u05dc \u200f(ECOG 1)\u200f"}
+    # then they are accepted: only the pseudonym and the question refuse them
+    assert validate_case(document, filename="c.json", today=TODAY) == []
 
 
 def test_question_keeps_its_line_breaks_and_tabs() -> None:
