@@ -323,6 +323,9 @@ AUDIT_HMAC_KEY = env.str("AUDIT_HMAC_KEY", default="")
 # The anchor file (head event id and hash); "off" switches anchoring off. Keep it off the
 # database server's disk in production (a mounted volume only the app writes).
 AUDIT_ANCHOR_PATH = env.str("AUDIT_ANCHOR_PATH", default="") or str(VAR_DIR / "audit-anchor.json")
+# Refusals by a rate limit are recorded at most 5 times per client address in a window of
+# this many seconds; the next recorded one counts those left out (mdtboard.audit.services).
+AUDIT_THROTTLED_WINDOW_S = env.int("AUDIT_THROTTLED_WINDOW_S", default=60)
 # Move the anchor after every Nth committed event (1: every event, so that deleting even the
 # newest row is found); audit_verify moves it too.
 AUDIT_ANCHOR_EVERY = env.int("AUDIT_ANCHOR_EVERY", default=1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -356,6 +357,45 @@ def test_every_refused_sign_in_is_audited_throttled_ones_too(
     throttled = AuditEvent.objects.filter(action="auth.login_throttled").first()
     assert throttled.payload["identifier"] == clinician.email
     assert "guess" not in str(list(AuditEvent.objects.values_list("payload", flat=True)))
+
+
+def test_a_flood_of_throttled_sign_ins_is_recorded_a_bounded_number_of_times(
+    client: Any, clinician: Any, settings: Any
+) -> None:
+    # given the production-like rate limit, and a 2-second window for recording throttling
+    cache.clear()
+    settings.ACCOUNT_RATE_LIMITS = {"login_failed": "2/m/key"}
+    settings.AUDIT_THROTTLED_WINDOW_S = 2
+
+    def attempt(i: int) -> None:
+        client.post(reverse("account_login"), {"login": clinician.email, "password": f"g{i}"})
+
+    def refusals() -> list[tuple[str, dict[str, Any]]]:
+        return [
+            (e.action, e.payload)
+            for e in AuditEvent.objects.exclude(action="auth.login_failed").filter(
+                action__in=["auth.login_throttled", "access.denied"]
+            )
+        ]
+
+    # when someone tries 40 passwords from one address at once (the form's limit refuses them
+    # unchecked, then the login page's own limit answers 429)
+    for i in range(40):
+        attempt(i)
+    # then the two failures are recorded, and of the 38 refusals five of each kind at most
+    assert AuditEvent.objects.filter(action="auth.login_failed").count() == 2
+    recorded = refusals()
+    assert [a for a, _ in recorded].count("auth.login_throttled") == 5
+    assert [a for a, _ in recorded].count("access.denied") <= 5
+    # and once the window has passed, the next refusal recorded counts those left out
+    while not any("not_recorded_before" in p for _, p in refusals()):
+        attempt(0)
+        time.sleep(0.1)
+    cache.clear()
+    recorded = refusals()
+    left_out = sum(p.get("not_recorded_before", 0) for _, p in recorded)
+    assert left_out > 0
+    assert len(recorded) <= 11
 
 
 @pytest.mark.parametrize(
