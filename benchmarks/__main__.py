@@ -39,7 +39,7 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from benchmarks import board, engine, intake, report, retrieval  # noqa: E402
+from benchmarks import board, engine, intake, parsers, report, retrieval  # noqa: E402
 
 
 def main() -> None:
@@ -52,6 +52,7 @@ def main() -> None:
         report.run()
         return
     quick = "--quick" in sys.argv
+    parsers.run()
     intake.run()
     retrieval.run_quality()
     engine.run(quick=quick)

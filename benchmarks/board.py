@@ -139,7 +139,7 @@ def run() -> None:
         [
             sys.executable,
             "-m",
-            "daphne",
+            "mdtboard.webserver",
             "-b",
             "127.0.0.1",
             "-p",

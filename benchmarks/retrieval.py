@@ -120,6 +120,7 @@ def _synthetic_units(total: int) -> None:
     """Top the published knowledge base up to ``total`` units of synthetic text and random
     vectors, in SQL (the ORM would take minutes for 100k rows)."""
     from knowledge.models import GuidelineSource, UnitVersion
+    from mdtboard.core.dbroles import database_owner
 
     have = UnitVersion.objects.filter(status="published").count()
     if have >= total:
@@ -127,7 +128,8 @@ def _synthetic_units(total: int) -> None:
     source = GuidelineSource.objects.order_by("pk").first()
     assert source is not None, "load the seed first"  # noqa: S101 - benchmark precondition
     start = have + 1
-    with connection.cursor() as cursor:
+    # Dropping and building the index is the owner's (the app's role only writes rows).
+    with database_owner(), connection.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '1GB'")
         cursor.execute("DROP INDEX IF EXISTS unitembedding_hnsw_cosine")
         cursor.execute(

@@ -344,7 +344,10 @@ def fault_redis_restart(log: dict[str, Any]) -> None:
 def fault_drop_db(log: dict[str, Any]) -> None:
     from django.db import connection
 
-    with connection.cursor() as cursor:
+    from mdtboard.core.dbroles import database_owner
+
+    # As the owner: the app's role may not signal other roles' backends (autovacuum's).
+    with database_owner(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"

@@ -10,6 +10,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
+from django.db import DatabaseError
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
@@ -19,6 +20,7 @@ from consult.broadcasts import consultation_group, user_group
 from consult.models import ConsultationEvent
 from consult.selectors import consultation_can_watch
 from mdtboard.accounts.selectors import user_must_set_up_mfa
+from mdtboard.accounts.sessions import session_seconds_left
 from mdtboard.audit.services import audit_subscription
 from mdtboard.core.limits import MessageRate
 
@@ -40,6 +42,60 @@ CLOSE_POLICY_VIOLATION = 1008
 # How often a live board socket re-checks, before a server push, that its user may still
 # watch the consultation. A message from the client is always checked against the database.
 REAUTHORISE_S = 5.0
+
+
+# RFC 6455 private range, as at connect: not (or no longer) signed in.
+CLOSE_SIGNED_OUT = 4401
+
+
+def _user_is_active(user_id: int) -> bool:
+    from mdtboard.accounts.models import User
+
+    return User.objects.filter(pk=user_id, is_active=True).exists()
+
+
+class _SessionBound:
+    """Closes the socket (4401) when the sign-in it was opened with ends: idle or absolute
+    expiry (an open socket is no activity of its own), sign-out, or the browser signed in as
+    someone else. A timer sleeps until the sign-in would end and reads it again then;
+    re-authorisation on messages reads it too."""
+
+    session_watch: asyncio.Task[None] | None = None
+
+    async def _session_left(self) -> float:
+        scope = self.scope  # type: ignore[attr-defined]
+        key = getattr(scope.get("session"), "session_key", None)
+        if key is None:
+            # AuthMiddleware reads every real socket's user from its session; only a test
+            # hands a consumer a user without one, and then there is nothing to expire.
+            return float("inf")
+        return float(
+            await database_sync_to_async(session_seconds_left)(
+                session_key=key, user_id=scope["user"].pk
+            )
+        )
+
+    def _watch_session(self) -> None:
+        self.session_watch = asyncio.ensure_future(self._session_timer())
+
+    def _unwatch_session(self) -> None:
+        if self.session_watch is not None and not self.session_watch.done():
+            self.session_watch.cancel()
+
+    async def _session_timer(self) -> None:
+        while True:
+            try:
+                left = await self._session_left()
+            except DatabaseError:
+                # The database is away for a moment: ask again soon rather than never.
+                await asyncio.sleep(REAUTHORISE_S)
+                continue
+            if left <= 0:
+                await self.close(code=CLOSE_SIGNED_OUT)  # type: ignore[attr-defined]
+                return
+            if left == float("inf"):
+                return
+            await asyncio.sleep(left + 1)  # activity elsewhere may have moved it on: read again
 
 
 def _user_may_watch(user_id: int, consultation_id: int) -> bool:
@@ -95,10 +151,13 @@ def _resume_after(text_data: str | None) -> int | None:
     return after
 
 
-class NotificationConsumer(_RateLimited, AsyncJsonWebsocketConsumer):
-    """Per-user notices rendered as an htmx out-of-band fragment for the page's notice area."""
+class NotificationConsumer(_SessionBound, _RateLimited, AsyncJsonWebsocketConsumer):
+    """Per-user notices rendered as an htmx out-of-band fragment for the page's notice area.
+    Like the board, it re-checks its user before pushing (at most every REAUTHORISE_S) and
+    on every client message: a deactivated user, or a sign-in that ended, gets nothing more."""
 
     group: str | None = None
+    checked_at = 0.0
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -109,19 +168,43 @@ class NotificationConsumer(_RateLimited, AsyncJsonWebsocketConsumer):
         if await database_sync_to_async(user_must_set_up_mfa)(user=user):
             await self.close(code=4403)
             return
+        if await self._session_left() <= 0:
+            await self.close(code=CLOSE_SIGNED_OUT)
+            return
         self.group = user_group(user.pk)
+        self.checked_at = time.monotonic()
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        self._watch_session()
 
     async def disconnect(self, code: int) -> None:
+        self._unwatch_session()
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
+    async def _still_allowed(self, *, fresh: bool = False) -> bool:
+        if not fresh and time.monotonic() - self.checked_at < REAUTHORISE_S:
+            return True
+        self.checked_at = time.monotonic()
+        if await self._session_left() <= 0:
+            await self.close(code=CLOSE_SIGNED_OUT)
+            return False
+        user = self.scope["user"]
+        if not await database_sync_to_async(_user_is_active)(user.pk) or (
+            await database_sync_to_async(user_must_set_up_mfa)(user=user)
+        ):
+            await self.close(code=4403)
+            return False
+        return True
+
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         # Clients only listen on this socket: nothing they send is parsed.
-        await self._flooding()
+        if not await self._flooding():
+            await self._still_allowed(fresh=True)
 
     async def notify_message(self, event: dict[str, Any]) -> None:
+        if not await self._still_allowed():
+            return
         # Autoescaped template: notice text may quote user or LLM text.
         html = render_to_string(
             "core/partials/_notice.html", {"level": event["level"], "text": event["text"]}
@@ -129,7 +212,7 @@ class NotificationConsumer(_RateLimited, AsyncJsonWebsocketConsumer):
         await self.send(text_data=html)
 
 
-class BoardConsumer(_RateLimited, AsyncWebsocketConsumer):
+class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
     """The live board of one consultation. Authorises like the board page, joins the
     consultation's group, and on the client's ``resume`` (its last sequence number) sends every
     persisted event after it, then each new one, in order and exactly once, as htmx
@@ -149,14 +232,15 @@ class BoardConsumer(_RateLimited, AsyncWebsocketConsumer):
                 user=user, consultation_id=self.consultation_id
             )
         )
+        signed_out = bool(allowed) and await self._session_left() <= 0
         await database_sync_to_async(audit_subscription)(
             actor=user if user is not None and user.is_authenticated else None,
             object_type="consult.consultation",
             object_id=self.consultation_id,
-            allowed=bool(allowed),
+            allowed=bool(allowed) and not signed_out,
         )
-        if not allowed:
-            await self.close(code=4403)
+        if not allowed or signed_out:
+            await self.close(code=CLOSE_SIGNED_OUT if signed_out else 4403)
             return
         self.checked_at = time.monotonic()
         self.board: Board | None = None
@@ -166,8 +250,10 @@ class BoardConsumer(_RateLimited, AsyncWebsocketConsumer):
         self.group = consultation_group(self.consultation_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        self._watch_session()
 
     async def disconnect(self, code: int) -> None:
+        self._unwatch_session()
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -180,6 +266,10 @@ class BoardConsumer(_RateLimited, AsyncWebsocketConsumer):
         closes as a refusal."""
         if not fresh and time.monotonic() - self.checked_at < REAUTHORISE_S:
             return True
+        if await self._session_left() <= 0:
+            self.checked_at = time.monotonic()
+            await self.close(code=CLOSE_SIGNED_OUT)
+            return False
         user = self.scope.get("user")
         allowed = bool(
             user is not None

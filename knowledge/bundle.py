@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from knowledge.calculators.preferences import DECLINE_TOPICS
@@ -42,6 +43,12 @@ MAX_NODES = 1_000_000
 # its 20 MiB upload limit, and one that uses aliases may not expand beyond it either (100 KB
 # of aliases once stored a 50 MB unit version).
 MAX_EXPANDED_SIZE = 20 * 1024 * 1024
+# Keys that YAML merge keys ("<<: *anchor") copy into mappings, in one file, counting every
+# copy. A merge copies its source's keys (an alias does not: it shares the object), so nested
+# merges of merges double at each level: 752 bytes of `a2: &a2 {<<: [*a1, *a1]}` lines once took
+# 4 s and 203 MiB inside the YAML parser, before any check on the parsed value could run. A
+# real bundle merges a handful of keys per unit.
+MAX_MERGED_KEYS = 100_000
 
 
 class UnitKind(StrEnum):
@@ -219,6 +226,46 @@ def nesting_error(value: Any, *, max_depth: int = MAX_NESTING) -> str | None:
             )
         measured[key] = (height, nodes, size)
     return None
+
+
+class YamlTooLarge(yaml.YAMLError):
+    """A YAML file whose merge keys copy more than MAX_MERGED_KEYS keys."""
+
+
+class BoundedSafeLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a file whose merge keys copy too many keys.
+
+    The count is taken as each mapping's merges are resolved, so a merge bomb is refused after
+    at most twice MAX_MERGED_KEYS copies, never expanded.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.merged_keys = 0
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        merges = sum(1 for key, _ in node.value if key.tag == "tag:yaml.org,2002:merge")
+        own = len(node.value) - merges
+        super().flatten_mapping(node)
+        self.merged_keys += len(node.value) - own
+        if self.merged_keys > MAX_MERGED_KEYS:
+            raise YamlTooLarge(
+                f"too large: its merge keys (<<) copy more than {MAX_MERGED_KEYS:,} keys "
+                "(each use of a merge counts)"
+            )
+
+
+def yaml_load_all(text: str) -> list[Any]:
+    """Every document of a YAML file, with merge keys bounded (BoundedSafeLoader); aliases
+    stay shared objects, for nesting_error to measure."""
+    loader = BoundedSafeLoader(text)
+    try:
+        documents = []
+        while loader.check_data():  # type: ignore[no-untyped-call]
+            documents.append(loader.get_data())
+        return documents
+    finally:
+        loader.dispose()
 
 
 class Context(_Strict):

@@ -63,6 +63,18 @@ class UnitVersion(models.Model):
     hot-fix flag) ever change, and a database trigger enforces it: content, hash and author
     are fixed at insert, and a published version can only be retired."""
 
+    # The only columns that ever change; the app's database role may update these and no
+    # others, and delete nothing (mdtboard.core.dbroles), beneath the trigger.
+    MUTABLE_FIELDS = (
+        "status",
+        "submitted_at",
+        "reviewed_by",
+        "published_at",
+        "retired_at",
+        "hotfix",
+        "hotfix_reason",
+    )
+
     unit = models.ForeignKey(KnowledgeUnit, on_delete=models.PROTECT, related_name="versions")
     number = models.PositiveIntegerField()
     source = models.ForeignKey(GuidelineSource, on_delete=models.PROTECT, related_name="+")

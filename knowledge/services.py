@@ -29,10 +29,12 @@ from knowledge.bundle import (
     Bundle,
     SourceSpec,
     UnitSpec,
+    YamlTooLarge,
     bundle_from_documents,
     content_hash,
     nesting_error,
     unit_content,
+    yaml_load_all,
 )
 from knowledge.embeddings import get_provider
 from knowledge.models import (
@@ -442,7 +444,9 @@ def bundle_parse(raw: bytes, *, filename: str) -> tuple[Bundle | None, list[Bund
         return None, [BundleError(filename, f"Not UTF-8 text (byte {exc.start}).")]
     is_yaml = filename.lower().endswith((".yaml", ".yml"))
     try:
-        loaded = list(yaml.safe_load_all(text)) if is_yaml else [json.loads(text)]
+        loaded = yaml_load_all(text) if is_yaml else [json.loads(text)]
+    except YamlTooLarge as exc:
+        return None, [BundleError(filename, f"Not a bundle: the YAML is {exc}.")]
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         return None, [BundleError(filename, f"Not valid {_kind(is_yaml)}: {exc}")]
     except RecursionError:

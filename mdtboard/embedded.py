@@ -84,6 +84,36 @@ def ensure_postgres(var_dir: Path, *, database: str = "mdtboard") -> str:
     return uri
 
 
+# The role web, worker and manage.py connect as (mdtboard.core.dbroles); the server's
+# superuser "postgres" owns the schema and runs migrations, flushes, backups and restores.
+APP_ROLE = "mdtboard_app"
+
+
+def ensure_app_role(var_dir: Path, *, role: str = APP_ROLE) -> None:
+    """Create the app's login role on the embedded server if it is missing: an ordinary role,
+    granted its privileges by ``migrate``. The server trusts local connections (its socket
+    directory is readable by this user only), so the role needs no password."""
+    if not role.replace("_", "").isalnum():
+        raise EmbeddedServiceError(f"refusing to create role {role!r}")
+    with _locked(var_dir / "postgres.lock"):
+        server = _server(var_dir)
+        exists = server.psql(f"SELECT 1 FROM pg_roles WHERE rolname = '{role}';")
+        if "(1 row)" not in exists:
+            server.psql(
+                f'CREATE ROLE "{role}" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE '
+                "NOREPLICATION NOBYPASSRLS;"
+            )
+
+
+def app_role_uri(owner_uri: str, *, role: str = APP_ROLE) -> str:
+    """``owner_uri`` (from ensure_postgres) with the app's role as its user."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(owner_uri)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{role}@{host}"))
+
+
 def _server(var_dir: Path) -> Any:
     """The embedded server for ``var/pgdata``, started if it is not running.
 

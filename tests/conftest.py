@@ -39,6 +39,30 @@ def _no_outbound_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
 
 
+# --- database roles: the owner builds the test database, the app's role runs the tests --------
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings: None) -> None:
+    """The test database is created, migrated and at the end dropped by the owner, as
+    `migrate` is in production (mdtboard.core.dbroles)."""
+    from mdtboard.core.dbroles import connection_use_owner
+
+    connection_use_owner()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """Every test then runs as the app's ordinary role, as web and worker do (and the Daphne
+    and worker processes the tests start do too): a test that needs more than the app may do
+    fails here as it would in production. ``flush`` switches to the owner by itself."""
+    from mdtboard.core.dbroles import connection_use_app, connection_use_owner
+
+    with django_db_blocker.unblock():
+        connection_use_app()
+    yield
+    with django_db_blocker.unblock():
+        connection_use_owner()
+
+
 # --- one channel layer per test -------------------------------------------------------------------
 @pytest.fixture(autouse=True)
 def _fresh_channel_layer() -> Iterator[None]:

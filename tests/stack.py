@@ -74,7 +74,7 @@ def start_daphne(
         [
             sys.executable,
             "-m",
-            "daphne",
+            "mdtboard.webserver",
             "-b",
             "127.0.0.1",
             "-p",

@@ -507,6 +507,11 @@ _CONTROL = re.compile("[\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _LINE_BREAK = re.compile("[\t\n\r]")
 # A pseudonym is one line: it is shown in lists and headings and searched for.
 _ONE_LINE: frozenset[JsonPath] = frozenset({("patient", "pseudonym")})
+# The invisible direction marks (left-to-right, right-to-left, Arabic letter mark) reorder the
+# digits and dashes around them: "HCC-\u200f12-3" need not read as it is stored. Right-to-left
+# notes may need them; the identifier and the question a board answers may not.
+_DIRECTION_MARK = re.compile("[\u200e\u200f\u061c]")
+_NO_MARKS: frozenset[JsonPath] = frozenset({("patient", "pseudonym"), ("question",)})
 INVISIBLE_DIRECTION = (
     "{label} contains an invisible text-direction control ({code}), which makes the text "
     "display differently from what it holds; remove it (retyping the text removes it)."
@@ -521,6 +526,7 @@ LINE_BREAK = "{label} must be a single line: it contains a tab or a line break (
 def _check_invisible(value: str, parts: JsonPath, issues: _Issues) -> None:
     for pattern, message in (
         (_BIDI_CONTROL, INVISIBLE_DIRECTION),
+        (_DIRECTION_MARK if parts in _NO_MARKS else None, INVISIBLE_DIRECTION),
         (_CONTROL, INVISIBLE_CONTROL),
         (_LINE_BREAK if parts in _ONE_LINE else None, LINE_BREAK),
     ):

@@ -6,6 +6,7 @@ from typing import Any
 
 from mdtboard.accounts.services import (
     audit_email_change,
+    email_unconfirmed_claims_release,
     roles_sync,
     user_email_verify_by_link,
 )
@@ -35,6 +36,7 @@ def record_email_removed(sender: Any, user: Any, email_address: Any, **kwargs: A
 
 def record_email_confirmed(sender: Any, email_address: Any, **kwargs: Any) -> None:
     audit_email_change(action="confirm", user=email_address.user, address=email_address)
+    email_unconfirmed_claims_release(email=email_address.email, owner=email_address.user)
 
 
 def record_email_changed(

@@ -16,9 +16,10 @@ from mdtboard.accounts.roles import Role, roles_of
 
 def email_taken_by_another(*, email: str, user: Any = None) -> bool:
     """Whether an account other than ``user`` signs in with ``email`` (as its own address or
-    one it added), case-insensitively."""
+    one it added and confirmed), case-insensitively. An added address nobody has confirmed is
+    no one's yet: it cannot keep the address from its owner."""
     others = User.objects.filter(email__iexact=email)
-    addresses = EmailAddress.objects.filter(email__iexact=email)
+    addresses = EmailAddress.objects.filter(email__iexact=email, verified=True)
     if user is not None:
         others = others.exclude(pk=user.pk)
         addresses = addresses.exclude(user_id=user.pk)

@@ -152,6 +152,27 @@ def user_email_verify_by_link(*, user: User) -> None:
         obj=user,
         payload={"email_address": address.pk, "by": "emailed link"},
     )
+    email_unconfirmed_claims_release(email=user.email, owner=user)
+
+
+@transaction.atomic
+def email_unconfirmed_claims_release(*, email: str, owner: Any) -> int:
+    """Remove ``email`` from every other account that added it without confirming it: its
+    owner has just proved it is theirs (a confirmation or an invitation link). Audited on the
+    account that loses it."""
+    claims = EmailAddress.objects.filter(email__iexact=email, verified=False).exclude(
+        user_id=owner.pk
+    )
+    released = 0
+    for claim in claims.select_related("user"):
+        audit_record(
+            action="account.email.released",
+            obj=claim.user,
+            payload={"email_address": claim.pk, "to_user": owner.pk},
+        )
+        claim.delete()
+        released += 1
+    return released
 
 
 def session_expired_record(*, user: Any, reason: str, request: Any = None) -> None:

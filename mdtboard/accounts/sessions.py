@@ -31,6 +31,28 @@ def session_start(*, session: Any) -> None:
     session[LAST_SEEN_AT] = now
 
 
+def session_seconds_left(*, session_key: str, user_id: int) -> float:
+    """How long the sign-in ``session_key`` of ``user_id`` lasts if nothing else happens:
+    0 when it is over (idle, too old, signed out, or now someone else's). For an open
+    WebSocket, which is no activity of its own and must close when the sign-in ends."""
+    from importlib import import_module
+
+    from django.conf import settings
+
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    session = store(session_key=session_key)
+    if not session.exists(session_key) or str(session.get("_auth_user_id")) != str(user_id):
+        return 0.0
+    now = clock()
+    signed_in = float(session.get(SIGNED_IN_AT, now))
+    left = signed_in + int(settings.SESSION_COOKIE_AGE) - now
+    idle_timeout = int(settings.SESSION_IDLE_TIMEOUT)
+    if idle_timeout > 0:
+        last_seen = float(session.get(LAST_SEEN_AT, signed_in))
+        left = min(left, last_seen + idle_timeout - now)
+    return max(0.0, left)
+
+
 def session_expiry(*, session: Any, idle_timeout: int, max_age: int) -> Expiry | None:
     """Whether the signed-in session is over, and why; if not, note this request as activity.
 

@@ -34,7 +34,7 @@ class Anchor:
 def anchor_path() -> Path | None:
     """The anchor file, or None when anchoring is switched off (``AUDIT_ANCHOR_PATH=off``)."""
     value = getattr(settings, "AUDIT_ANCHOR_PATH", "")
-    return Path(value) if value and value != "off" else None
+    return Path(value) if value and value.strip().lower() != "off" else None
 
 
 def _read(path: Path) -> Anchor | None:

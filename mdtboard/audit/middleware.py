@@ -36,5 +36,6 @@ class AuditDenialsMiddleware:
                 ids={
                     k: str(v)[:_MAX_ID_LENGTH] for k, v in (match.kwargs if match else {}).items()
                 },
+                request=request,
             )
         return response

@@ -109,24 +109,75 @@ def login_identity(credentials: dict[str, Any]) -> dict[str, str]:
     return {"unknown_identifier_digest": digest.hexdigest()[:16]}
 
 
+# Refusals by a rate limit are recorded at most this many times per client address (and view)
+# in each window of AUDIT_THROTTLED_WINDOW_S seconds; the next one recorded says how many were
+# left out. A rate limit already stopped them, and a flood of them would otherwise grow the
+# append-only log (and its chain) without bound: each attempt was a row before.
+THROTTLED_RECORDED_PER_WINDOW = 5
+_THROTTLED_KEY = "mdtboard:audit-throttled:{kind}:{key}"
+
+
+def audit_throttled_quota(*, key: str) -> int | None:
+    """Whether a throttled refusal of ``key`` is recorded: None if the window's quota is used
+    (it is counted instead), else how many went unrecorded since the last one recorded. A
+    cache that fails records everything."""
+    from django.core.cache import cache
+
+    window = int(getattr(settings, "AUDIT_THROTTLED_WINDOW_S", 60))
+    recorded = _THROTTLED_KEY.format(kind="recorded", key=key)
+    skipped = _THROTTLED_KEY.format(kind="skipped", key=key)
+    try:
+        cache.add(recorded, 0, timeout=window)
+        if cache.incr(recorded) <= THROTTLED_RECORDED_PER_WINDOW:
+            left_out = int(cache.get(skipped) or 0)
+            if left_out:
+                cache.delete(skipped)
+            return left_out
+        if not cache.add(skipped, 1, timeout=None):
+            cache.incr(skipped)
+        return None
+    except Exception:  # noqa: BLE001 - the cache is an optimisation here, never a reason to lose events
+        return 0
+
+
+def _with_left_out(payload: dict[str, Any], left_out: int) -> dict[str, Any]:
+    return {**payload, "not_recorded_before": left_out} if left_out else payload
+
+
 def audit_login_throttled(*, request: HttpRequest | None, credentials: dict[str, Any]) -> None:
-    """A sign-in refused by the rate limit before the password was even checked."""
+    """A sign-in refused by the rate limit before the password was even checked (at most
+    THROTTLED_RECORDED_PER_WINDOW per client address and window)."""
+    address = client_address(request)
+    left_out = audit_throttled_quota(key=f"login:{address.get('ip', '')}")
+    if left_out is None:
+        return
     audit_record(
         action="auth.login_throttled",
-        payload={**login_identity(credentials), **client_address(request)},
+        payload=_with_left_out({**login_identity(credentials), **address}, left_out),
     )
 
 
 def audit_denial(
-    *, actor: Any, status: int, view: str, method: str, ids: dict[str, str]
-) -> AuditEvent:
+    *,
+    actor: Any,
+    status: int,
+    view: str,
+    method: str,
+    ids: dict[str, str],
+    request: HttpRequest | None = None,
+) -> AuditEvent | None:
     """A request refused (403, 404 on an object, 429): the view's name and the ids in its URL,
-    never query strings or bodies."""
-    return audit_record(
-        action="access.denied",
-        actor=actor,
-        payload={"status": status, "view": view, "method": method, "ids": ids},
-    )
+    never query strings or bodies. A 429 is recorded at most THROTTLED_RECORDED_PER_WINDOW
+    times per client address, user and view in a window (None when it is only counted)."""
+    payload: dict[str, Any] = {"status": status, "view": view, "method": method, "ids": ids}
+    if status == 429:
+        who = getattr(actor, "pk", None) or ""
+        key = f"429:{client_address(request).get('ip', '')}:{who}:{view}"
+        left_out = audit_throttled_quota(key=key)
+        if left_out is None:
+            return None
+        payload = _with_left_out(payload, left_out)
+    return audit_record(action="access.denied", actor=actor, payload=payload)
 
 
 def audit_subscription(

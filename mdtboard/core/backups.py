@@ -19,6 +19,7 @@ from django.db import connection, connections, transaction
 from mdtboard import __version__, embedded
 from mdtboard.audit.anchor import Anchor, AnchorUnreadable, anchor_read, anchor_reset
 from mdtboard.audit.services import audit_chain_check, audit_record
+from mdtboard.core.dbroles import app_role_grant, database_owner
 
 MANIFEST_FORMAT = "mdtboard.backup/1"
 # The tables whose row counts a manifest keeps, to compare after a restore.
@@ -76,8 +77,14 @@ def backup_create(*, output: Path | None = None) -> BackupResult:
     """Dump the configured database (``pg_dump -Fc``) and write its manifest beside it.
 
     The row counts and the audit chain head are read in the very snapshot pg_dump dumps, so
-    the manifest describes exactly the file even while the app keeps writing.
+    the manifest describes exactly the file even while the app keeps writing. Runs as the
+    database owner (mdtboard.core.dbroles), who can read everything pg_dump needs.
     """
+    with database_owner():
+        return _backup_create(output=output)
+
+
+def _backup_create(*, output: Path | None) -> BackupResult:
     now = datetime.now(UTC)
     path = output or Path(settings.BACKUP_DIR) / f"mdtboard-{now:%Y%m%dT%H%M%SZ}.dump"
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -161,12 +168,20 @@ def backup_restore(*, path: Path) -> RestoreResult:
     pg_restore = _tool("pg_restore")
     # pg_restore drops every table: this process must hold no session that could block it.
     connections.close_all()
+    # The owner recreates the tables; the app's role gets its privileges from app_role_grant,
+    # not from the backup's own grants (--no-acl), which may name a role this server lacks.
+    with database_owner():
+        return _backup_restore(path=path, manifest=manifest, pg_restore=pg_restore)
+
+
+def _backup_restore(*, path: Path, manifest: dict[str, Any], pg_restore: str) -> RestoreResult:
     _run(
         [
             pg_restore,
             "--clean",
             "--if-exists",
             "--no-owner",
+            "--no-acl",
             "--single-transaction",
             "--exit-on-error",
             f"--dbname={connection.settings_dict['NAME']}",
@@ -175,6 +190,7 @@ def backup_restore(*, path: Path) -> RestoreResult:
         what="pg_restore",
         extra_env={"PGOPTIONS": f"-c lock_timeout={RESTORE_LOCK_TIMEOUT}"},
     )
+    app_role_grant()
     counts = _row_counts()
     report, head_event = audit_chain_check()
     if not report.ok:

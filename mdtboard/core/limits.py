@@ -20,7 +20,7 @@ TOO_LARGE = "The request is too large: uploads are limited to {limit}. Send fewe
 BAD_LENGTH = "The request has an invalid Content-Length header."
 
 
-def _size_text(size: int) -> str:
+def size_text(size: int) -> str:
     return f"{size / (1024 * 1024):g} MiB" if size >= 1024 * 1024 else f"{size:,} bytes"
 
 
@@ -66,7 +66,7 @@ class RequestBodyLimit:
                 return
             if int(raw) > self.max_bytes:
                 self._log(scope, int(raw))
-                await _respond(send, 413, TOO_LARGE.format(limit=_size_text(self.max_bytes)))
+                await _respond(send, 413, TOO_LARGE.format(limit=size_text(self.max_bytes)))
                 return
 
         received = 0
@@ -82,7 +82,7 @@ class RequestBodyLimit:
                 if received > self.max_bytes:
                     refused = True
                     self._log(scope, received)
-                    await _respond(send, 413, TOO_LARGE.format(limit=_size_text(self.max_bytes)))
+                    await _respond(send, 413, TOO_LARGE.format(limit=size_text(self.max_bytes)))
                     return {"type": "http.disconnect"}
             return message
 

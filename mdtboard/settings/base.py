@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import csp.constants
 import django_stubs_ext
 import environ
 from kombu.entity import Queue
@@ -39,6 +40,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "channels",
+    "csp",
     "django_htmx",
     "template_partials",
     "allauth",
@@ -91,14 +93,20 @@ TEMPLATES = [
 # --- Database: DATABASE_URL, or the embedded PostgreSQL with pgvector under var/ -------------
 # True when the embedded server is used: backups then use its own pg_dump / pg_restore.
 DATABASE_EMBEDDED = not env.str("DATABASE_URL", default="")
+# The app connects as DATABASES["default"], an ordinary role; migrate, flush, backup and
+# restore switch to DATABASE_OWNER, the schema's owner (mdtboard.core.dbroles). A real server
+# names its owner in DATABASE_OWNER_URL (web and worker need not know it); without one, the
+# app's role does everything.
 if not DATABASE_EMBEDDED:
     DATABASES = {"default": env.db_url("DATABASE_URL")}
+    DATABASE_OWNER = (
+        env.db_url("DATABASE_OWNER_URL") if env.str("DATABASE_OWNER_URL", default="") else None
+    )
 else:
-    DATABASES = {
-        "default": env.db_url_config(
-            embedded.ensure_postgres(VAR_DIR, database=env.str("MDTBOARD_DB_NAME", "mdtboard"))
-        )
-    }
+    _owner_uri = embedded.ensure_postgres(VAR_DIR, database=env.str("MDTBOARD_DB_NAME", "mdtboard"))
+    embedded.ensure_app_role(VAR_DIR)
+    DATABASES = {"default": env.db_url_config(embedded.app_role_uri(_owner_uri))}
+    DATABASE_OWNER = env.db_url_config(_owner_uri)
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
@@ -216,7 +224,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 AUTH_USER_MODEL = "accounts.User"
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
-    "allauth.account.auth_backends.AuthenticationBackend",
+    "mdtboard.accounts.backends.ConfirmedEmailAuthenticationBackend",
 ]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -235,7 +243,10 @@ ACCOUNT_LOGIN_METHODS = {"email"}
 ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
 ACCOUNT_USER_MODEL_USERNAME_FIELD = None
 ACCOUNT_UNIQUE_EMAIL = True
-ACCOUNT_EMAIL_VERIFICATION = "none"
+# An address a user adds is mailed a confirmation link; until it is followed the address
+# signs nobody in and belongs to nobody (mdtboard.accounts.backends, selectors). Sign-in is
+# never blocked: invited users confirmed theirs by setting a password through a mailed link.
+ACCOUNT_EMAIL_VERIFICATION = "optional"
 ACCOUNT_LOGIN_ON_PASSWORD_RESET = False
 ACCOUNT_PREVENT_ENUMERATION = True
 ACCOUNT_SESSION_REMEMBER = False
@@ -267,8 +278,9 @@ SECURE_REFERRER_POLICY = "same-origin"
 
 # Request bodies. The largest legitimate request is a case import of 50 files of at most 1 MiB
 # each (consult.views.MAX_UPLOAD_FILES, consult.casefile.validate.MAX_BYTES), then a 20 MiB
-# knowledge bundle or guideline document. mdtboard.core.limits refuses anything larger with 413
-# before Django reads it; Django reads every body in full before a view can say no.
+# knowledge bundle or guideline document. mdtboard.webserver (Daphne) refuses anything larger
+# with 413 before storing it, and mdtboard.core.limits again in front of Django, which reads
+# every body in full before a view can say no.
 MAX_REQUEST_BYTES = env.int("MDTBOARD_MAX_REQUEST_BYTES", default=64 * 1024 * 1024)
 # Form fields other than files (no form has a large text field); larger bodies get a 400.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
@@ -319,6 +331,9 @@ AUDIT_HMAC_KEY = env.str("AUDIT_HMAC_KEY", default="")
 # The anchor file (head event id and hash); "off" switches anchoring off. Keep it off the
 # database server's disk in production (a mounted volume only the app writes).
 AUDIT_ANCHOR_PATH = env.str("AUDIT_ANCHOR_PATH", default="") or str(VAR_DIR / "audit-anchor.json")
+# Refusals by a rate limit are recorded at most 5 times per client address in a window of
+# this many seconds; the next recorded one counts those left out (mdtboard.audit.services).
+AUDIT_THROTTLED_WINDOW_S = env.int("AUDIT_THROTTLED_WINDOW_S", default=60)
 # Move the anchor after every Nth committed event (1: every event, so that deleting even the
 # newest row is found); audit_verify moves it too.
 AUDIT_ANCHOR_EVERY = env.int("AUDIT_ANCHOR_EVERY", default=1)
@@ -341,7 +356,7 @@ ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
 # --- Web hardening: Content-Security-Policy, audit of refused requests -----------------------
 # Innermost (last): they see the response the view (or its 403/404 handler) made.
 MIDDLEWARE += [
-    "mdtboard.core.middleware.ContentSecurityPolicyMiddleware",
+    "csp.middleware.CSPMiddleware",
     "mdtboard.audit.middleware.AuditDenialsMiddleware",
     # Inside the two above, so that their redirects and refusals carry the same headers.
     # Expiry first: a session that is over is signed out before anything else is decided.
@@ -350,22 +365,19 @@ MIDDLEWARE += [
 ]
 # No inline scripts anywhere (templates load htmx and our script from /static/, allauth's pages
 # pass data in JSON blocks). Inline *styles* stay allowed: htmx injects its indicator styles
-# and the bare 500 page is styled inline; a style cannot run code.
-CONTENT_SECURITY_POLICY = env.str(
-    "CONTENT_SECURITY_POLICY",
-    default="; ".join(
-        [
-            "default-src 'self'",
-            "script-src 'self'",
-            "style-src 'self' 'unsafe-inline'",
-            "img-src 'self' data:",
-            "font-src 'self'",
-            # 'self' covers the same host's ws:// and wss:// (the live board).
-            "connect-src 'self'",
-            "object-src 'none'",
-            "base-uri 'self'",
-            "form-action 'self'",
-            "frame-ancestors 'none'",
-        ]
-    ),
-)
+# and the bare 500 page is styled inline; a style cannot run code. Sent by django-csp.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [csp.constants.SELF],
+        "script-src": [csp.constants.SELF],
+        "style-src": [csp.constants.SELF, csp.constants.UNSAFE_INLINE],
+        "img-src": [csp.constants.SELF, "data:"],
+        "font-src": [csp.constants.SELF],
+        # 'self' covers the same host's ws:// and wss:// (the live board).
+        "connect-src": [csp.constants.SELF],
+        "object-src": [csp.constants.NONE],
+        "base-uri": [csp.constants.SELF],
+        "form-action": [csp.constants.SELF],
+        "frame-ancestors": [csp.constants.NONE],
+    }
+}

@@ -17,7 +17,14 @@ for _name in (
         raise RuntimeError(f"{_name} must be set in production")
 
 from .base import *  # noqa: E402,F403
-from .base import ALLOWED_HOSTS, AUDIT_HMAC_KEY, EMAIL_CONFIG, SECRET_KEY, env  # noqa: E402
+from .base import (  # noqa: E402
+    ALLOWED_HOSTS,
+    AUDIT_ANCHOR_PATH,
+    AUDIT_HMAC_KEY,
+    EMAIL_CONFIG,
+    SECRET_KEY,
+    env,
+)
 
 # Weak values refused, not just missing ones (Django's own deploy check wants 50 characters).
 MIN_SECRET_LENGTH = 50
@@ -30,6 +37,13 @@ if len(AUDIT_HMAC_KEY) < MIN_AUDIT_KEY_LENGTH or AUDIT_HMAC_KEY == SECRET_KEY:
     raise RuntimeError(
         f"AUDIT_HMAC_KEY must be at least {MIN_AUDIT_KEY_LENGTH} random characters, "
         "different from DJANGO_SECRET_KEY"
+    )
+if AUDIT_ANCHOR_PATH.strip().lower() == "off":
+    # Without the anchor, deleting the newest audit events, or rewriting the chain with the
+    # key, goes unnoticed (mdtboard.audit.anchor).
+    raise RuntimeError(
+        "AUDIT_ANCHOR_PATH=off is refused in production: set it to a file on a volume the "
+        "database server cannot write, or leave it empty for var/audit-anchor.json"
     )
 if any(host == "*" or host.startswith("*") or not host.strip() for host in ALLOWED_HOSTS):
     raise RuntimeError("DJANGO_ALLOWED_HOSTS must name the hosts, not a wildcard")

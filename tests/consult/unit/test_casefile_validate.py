@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-import time
+import re
 from collections import defaultdict
 from datetime import date
 from pathlib import Path
@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from benchmarks.parsers import CASEFILE_WORST
 from consult.casefile.fields import (
     CANCER_TYPES,
     FIELDS,
@@ -37,6 +38,7 @@ from consult.casefile.validate import (
     parse_case_bytes,
     validate_case,
 )
+from tests.linearity import assert_linear
 from tests.paths import PUBLIC_CASES, public_case_files
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "malformed"
@@ -328,27 +330,42 @@ def test_deep_python_object_is_rejected_without_recursion() -> None:
     assert [(e.path, "nested too deeply" in e.message) for e in errors] == [("$", True)]
 
 
-@pytest.mark.parametrize(
-    "raw",
-    [
-        pytest.param(b'"' + b'\\"' * (MAX_BYTES // 2 - 1), id="unterminated-escaped-quotes"),
-        pytest.param(b'\\"' * (MAX_BYTES // 2), id="escaped-quotes"),
-        pytest.param(b'"' * MAX_BYTES, id="bare-quotes"),
-        pytest.param(b'"\\' * (MAX_BYTES // 2), id="quote-backslash"),
-    ],
-)
-def test_depth_prescan_is_linear_on_a_megabyte_of_quotes(raw: bytes) -> None:
+def _parse(raw: object) -> object:
+    assert isinstance(raw, bytes)
+    return parse_case_bytes(raw, filename="quotes.json", today=TODAY)
+
+
+@pytest.mark.parametrize("kind", sorted(CASEFILE_WORST))
+def test_depth_prescan_is_linear_on_a_megabyte_of_quotes(kind: str) -> None:
     # given a 1 MiB upload built to make a backtracking string pattern rescan (30 KB of
     # escaped quotes used to freeze the whole server for 9.5 s)
+    make = CASEFILE_WORST[kind]
+    raw = make(MAX_BYTES)
     assert len(raw) <= MAX_BYTES
     # when it is checked
-    started = time.perf_counter()
     parsed = parse_case_bytes(raw, filename="quotes.json", today=TODAY)
-    elapsed = time.perf_counter() - started
-    # then it is refused with a readable message, in linear time (a generous bound)
+    # then it is refused with a readable message
     assert parsed.data is None
     assert "not valid JSON" in parsed.errors[0].message
-    assert elapsed < 2.0
+    # and the check costs about 4 times as much at 1 MiB as at 256 KiB (a quadratic one: 16);
+    # make bench prints the time at 1 MiB (casefile_hostile_1mib_worst, target under 1 s)
+    assert_linear(make, _parse, small=MAX_BYTES // 4, large=MAX_BYTES)
+
+
+def test_linearity_check_catches_the_old_backtracking_prescan() -> None:
+    # given the depth pre-scan's pattern before the fix, which rescanned the rest of the text
+    # from every escaped quote
+    old = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+    make = CASEFILE_WORST["unterminated-escaped-quotes"]
+    # when the linearity check measures it (on kilobytes: at a megabyte it takes hours)
+    # then it fails
+    with pytest.raises(AssertionError, match="cost grew"):
+        assert_linear(
+            lambda size: make(size).decode(),
+            lambda text: sum(1 for _ in old.finditer(str(text))),
+            small=2048,
+            large=8192,
+        )
 
 
 def test_depth_prescan_counts_brackets_after_escaped_quotes() -> None:
@@ -753,6 +770,21 @@ def test_tnm_codes_match_ajcc8_choices() -> None:
             "Pseudonym contains an invisible text-direction control (U+2066)",
         ),
         (
+            MINIMAL | {"patient": {"pseudonym": "HCC-\u200f12-3"}},
+            "$.patient.pseudonym",
+            "Pseudonym contains an invisible text-direction control (U+200F)",
+        ),
+        (
+            MINIMAL | {"patient": {"pseudonym": "\u200eHCC-123"}},
+            "$.patient.pseudonym",
+            "Pseudonym contains an invisible text-direction control (U+200E)",
+        ),
+        (
+            MINIMAL | {"question": "Resect segment 4\u061c-5?"},
+            "$.question",
+            "MDT question contains an invisible text-direction control (U+061C)",
+        ),
+        (
             MINIMAL | {"question": "Resect?\x1b[31m urgent\x1b[0m"},
             "$.question",
             "MDT question contains an invisible control character (U+001B)",
@@ -768,7 +800,16 @@ def test_tnm_codes_match_ajcc8_choices() -> None:
             "Pseudonym must be a single line",
         ),
     ],
-    ids=["rlo-pseudonym", "lri-pseudonym", "ansi-question", "c1-csi-question", "newline-pseudonym"],
+    ids=[
+        "rlo-pseudonym",
+        "lri-pseudonym",
+        "rlm-pseudonym",
+        "lrm-pseudonym",
+        "alm-question",
+        "ansi-question",
+        "c1-csi-question",
+        "newline-pseudonym",
+    ],
 )
 def test_text_that_would_display_differently_is_refused_naming_the_field(
     document: dict[str, Any], path: str, message: str
@@ -778,6 +819,13 @@ def test_text_that_would_display_differently_is_refused_naming_the_field(
     errors = validate_case(document, filename="c.json", today=TODAY)
     # then the field is named and the character given by its code (it cannot be seen)
     assert [(e.path, e.message.startswith(message)) for e in errors] == [(path, True)]
+
+
+def test_direction_marks_stay_allowed_in_free_text_notes() -> None:
+    # given right-to-left clinical notes, which need the marks to display as written
+    document = MINIMAL | {"notes": "\u05de\u05d8\u05d5\u05e4\u05dc \u200f(ECOG 1)\u200f"}
+    # then they are accepted: only the pseudonym and the question refuse them
+    assert validate_case(document, filename="c.json", today=TODAY) == []
 
 
 def test_question_keeps_its_line_breaks_and_tabs() -> None:

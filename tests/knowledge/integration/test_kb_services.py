@@ -22,6 +22,7 @@ from knowledge.services import (
     versions_embed,
 )
 from mdtboard.audit.models import AuditEvent
+from mdtboard.core.dbroles import database_owner
 from tests.conftest import make_user
 from tests.knowledge.kb_factory import SAFETY, SOURCE, bundle, spec, unit
 
@@ -251,15 +252,33 @@ def test_database_refuses_to_change_a_published_version(
     curator: Any, second_curator: Any, sourced: None
 ) -> None:
     version = _published(curator, second_curator, "hcc.resection")
-    with pytest.raises(DatabaseError, match="immutable"), transaction.atomic():
+    # content and deletion: the app's database role has no privilege for either
+    denied = "permission denied for table knowledge_unitversion"
+    with pytest.raises(DatabaseError, match=denied), transaction.atomic():
         UnitVersion.objects.filter(pk=version.pk).update(text="rewritten after publication")
+    with pytest.raises(DatabaseError, match=denied), transaction.atomic():
+        UnitVersion.objects.filter(pk=version.pk).delete()
+    # the review state: the role may write it, the trigger allows only forward moves
     with pytest.raises(DatabaseError, match="only be retired"), transaction.atomic():
         UnitVersion.objects.filter(pk=version.pk).update(status="draft")
-    with pytest.raises(DatabaseError, match="never deleted"), transaction.atomic():
-        UnitVersion.objects.filter(pk=version.pk).delete()
     version_retire(actor=second_curator, version=version, reason="superseded by 2026 update")
     version.refresh_from_db()
     assert version.status == VersionStatus.RETIRED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_trigger_refuses_content_changes_even_to_the_owner(
+    curator: Any, second_curator: Any, sourced: None
+) -> None:
+    # given a published version and a session as the table's owner (which has the privileges)
+    version = _published(curator, second_curator, "hcc.resection")
+    versions = UnitVersion.objects.filter(pk=version.pk)
+    # when the owner rewrites or deletes it, then the trigger refuses
+    with database_owner():
+        with pytest.raises(DatabaseError, match="immutable"):
+            versions.update(text="rewritten after publication")
+        with pytest.raises(DatabaseError, match="never deleted"):
+            versions.delete()
 
 
 def test_clinicians_cannot_change_the_knowledge_base(clinician: Any, sourced: None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -123,6 +124,55 @@ def test_yaml_aliases_that_expand_past_the_bundle_limit_are_refused() -> None:
         "Not a bundle: the YAML is too large: more than 20,971,520 characters of text" in m
         for m in messages
     )
+
+
+def merge_bomb(levels: int) -> bytes:
+    """Nested YAML merge keys, each level merging the one below twice: a few hundred bytes
+    whose mappings, merged out, hold 2**levels key copies (the audit's 752-byte file)."""
+    lines = ["a0: &a0 {x: 1}"]
+    lines += [f"a{n}: &a{n} {{<<: [*a{n - 1}, *a{n - 1}]}}" for n in range(1, levels + 1)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_a_yaml_merge_key_bomb_is_refused_before_it_is_expanded() -> None:
+    # given 21 levels of merges of merges: 2 million key copies once merged out, which used to
+    # take seconds and hundreds of MiB inside the YAML parser itself
+    raw = merge_bomb(21)
+    assert len(raw) < 800
+    # when it is parsed (memory traced: it must never be expanded)
+    tracemalloc.start()
+    try:
+        messages = _messages(raw, "merge-bomb.yaml")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # then it is refused, saying why, with a few MiB at most
+    assert messages == [
+        "merge-bomb.yaml: Not a bundle: the YAML is too large: its merge keys (<<) copy more "
+        "than 100,000 keys (each use of a merge counts)."
+    ]
+    assert peak < 32 * 1024 * 1024
+
+
+def test_yaml_merge_keys_in_a_real_bundle_still_work() -> None:
+    # given two units whose shared fields come from one mapping through a merge key, one of
+    # them overriding a merged field
+    first, second = unit("hcc.merged-1"), unit("hcc.merged-2")
+    shared = {"cancer_type": first["cancer_type"], "kind": first["kind"]}
+    body = yaml.safe_dump({"format": "mdtboard.kb/1", "sources": [SOURCE]})
+    body += "shared: &shared " + json.dumps(shared) + "\nunits:\n"
+    for spec in (first, second):
+        rest = {k: v for k, v in spec.items() if k not in shared}
+        body += "- <<: *shared\n  " + yaml.safe_dump(rest).replace("\n", "\n  ").rstrip() + "\n"
+    # when it is parsed
+    parsed, errors = bundle_parse(body.encode(), filename="kb.yaml")
+    # then both units carry the merged fields
+    assert errors == []
+    assert parsed is not None
+    assert [(u.key, u.kind) for u in parsed.units] == [
+        ("hcc.merged-1", first["kind"]),
+        ("hcc.merged-2", second["kind"]),
+    ]
 
 
 def test_yaml_aliases_that_share_a_small_list_are_still_accepted() -> None:

@@ -714,6 +714,27 @@ def test_bundle_upload_with_an_error_lists_it_and_imports_nothing(
     assert "Not valid YAML" in response.content.decode()
 
 
+def test_bundle_upload_of_a_yaml_merge_bomb_is_refused_and_imports_nothing(
+    client: Any, curator: Any
+) -> None:
+    # given a curator's upload of a valid source and unit followed by a YAML merge-key bomb
+    from tests.knowledge.unit.test_bundle_input import merge_bomb
+
+    client.force_login(curator)
+    document = {"format": "mdtboard.kb/1", "sources": [SOURCE], "units": [unit("hcc.one")]}
+    raw = merge_bomb(24) + yaml.safe_dump(document).encode()
+    # when it is uploaded
+    upload = SimpleUploadedFile("kb.yaml", raw)
+    response = client.post(reverse("knowledge:bundle"), {"file": upload})
+    # then the page says why it was refused, and nothing was saved
+    assert response.status_code == 422
+    page = response.content.decode()
+    assert "the YAML is too large: its merge keys (&lt;&lt;) copy more than 100,000 keys" in page
+    assert "Not imported" in page
+    assert GuidelineSource.objects.count() == 0
+    assert UnitVersion.objects.count() == 0
+
+
 def test_bundle_import_sends_units_to_review_and_export_round_trips(
     client: Any, curator: Any, second_curator: Any
 ) -> None:

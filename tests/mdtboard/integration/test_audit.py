@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -27,6 +30,7 @@ from mdtboard.audit.services import (
     audit_subscription,
     audit_verify,
 )
+from mdtboard.core.dbroles import database_owner
 from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -53,23 +57,53 @@ def test_audit_database_refuses_changes(clinician: Any, operation: str) -> None:
     queryset = AuditEvent.objects.filter(pk=event.pk)
     change = queryset.update if operation == "update" else queryset.delete
     kwargs = {"action": "test.rewritten"} if operation == "update" else {}
-    # when anything tries to change or remove it, even bypassing the model layer
-    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+    # when the application tries to change or remove it, even bypassing the model layer
+    with (
+        pytest.raises(DatabaseError, match="permission denied for table audit_auditevent"),
+        transaction.atomic(),
+    ):
         change(**kwargs)
     # then it is unchanged
     event.refresh_from_db()
     assert event.action == "test.keep"
 
 
-def _tamper(event_id: int, **changes: Any) -> None:
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("operation", ["update", "delete"])
+def test_audit_trigger_refuses_changes_even_to_the_owner(clinician: Any, operation: str) -> None:
+    # given an event, and a session as the table's owner (which has the privileges)
+    event = audit_record(action="test.keep", actor=clinician)
+    # when the owner tries to change or remove it
+    queryset = AuditEvent.objects.filter(pk=event.pk)
+    change = queryset.update if operation == "update" else queryset.delete
+    kwargs = {"action": "test.rewritten"} if operation == "update" else {}
+    with database_owner(), pytest.raises(DatabaseError, match="append-only"):
+        change(**kwargs)
+    # then the trigger refused it: it is unchanged
+    event.refresh_from_db()
+    assert event.action == "test.keep"
+
+
+@contextmanager
+def _replica_session() -> Iterator[None]:
     # Only a database superuser can do this: it is what an attacker with DB access would do.
-    with connection.cursor() as cursor:
+    # The app's role cannot (tests/mdtboard/integration/test_database_roles.py), so this runs
+    # as the owner, outside the test's transaction (the tests using it are transactional).
+    with database_owner(), connection.cursor() as cursor:
         # "replica" mode skips ordinary triggers for this session (superuser only).
         cursor.execute("SET session_replication_role = replica")
+        try:
+            yield
+        finally:
+            cursor.execute("SET session_replication_role = DEFAULT")
+
+
+def _tamper(event_id: int, **changes: Any) -> None:
+    with _replica_session():
         AuditEvent.objects.filter(pk=event_id).update(**changes)
-        cursor.execute("SET session_replication_role = DEFAULT")
 
 
+@pytest.mark.django_db(transaction=True)
 def test_audit_verify_reports_first_tampered_event(clinician: Any) -> None:
     # given a chain of five events
     events = [audit_record(action=f"test.{i}", actor=clinician, payload={"i": i}) for i in range(5)]
@@ -84,6 +118,7 @@ def test_audit_verify_reports_first_tampered_event(clinician: Any) -> None:
         call_command("audit_verify")
 
 
+@pytest.mark.django_db(transaction=True)
 def test_audit_verify_reports_a_rewritten_hash_chain_link(clinician: Any) -> None:
     # given events whose second one gets a consistent-looking but forged action
     events = [audit_record(action=f"test.{i}", actor=clinician) for i in range(3)]
@@ -146,8 +181,7 @@ def _rechain(events: list[AuditEvent], *, scheme: int, **changes: Any) -> None:
     """Rewrite the first event with ``changes`` and recompute every later link, as an
     attacker with write access to the table would after the probe's 'rewrite row 600'."""
     prev = events[0].prev_hash
-    with connection.cursor() as cursor:
-        cursor.execute("SET session_replication_role = replica")
+    with _replica_session():
         for i, event in enumerate(AuditEvent.objects.filter(pk__gte=events[0].pk).order_by("id")):
             if i == 0:
                 for name, value in changes.items():
@@ -168,14 +202,11 @@ def _rechain(events: list[AuditEvent], *, scheme: int, **changes: Any) -> None:
             )
             event.save()
             prev = event.hash
-        cursor.execute("SET session_replication_role = DEFAULT")
 
 
 def _delete(event_id: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SET session_replication_role = replica")
+    with _replica_session():
         AuditEvent.objects.filter(pk=event_id).delete()
-        cursor.execute("SET session_replication_role = DEFAULT")
 
 
 def test_new_events_are_signed_with_the_key_from_the_settings(
@@ -193,6 +224,7 @@ def test_new_events_are_signed_with_the_key_from_the_settings(
     assert "fields" in report.reason
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_rewritten_chain_recomputed_without_the_key_is_found(
     clinician: Any, anchor_file: Any
 ) -> None:
@@ -207,6 +239,7 @@ def test_a_rewritten_chain_recomputed_without_the_key_is_found(
     assert report.reason == SCHEME_DOWNGRADE
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_chain_recomputed_even_with_the_key_is_found_by_the_anchor(
     clinician: Any, anchor_file: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
@@ -225,6 +258,7 @@ def test_a_chain_recomputed_even_with_the_key_is_found_by_the_anchor(
         call_command("audit_verify")
 
 
+@pytest.mark.django_db(transaction=True)
 def test_deleting_the_newest_event_is_found_by_the_anchor(
     clinician: Any, anchor_file: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
@@ -323,6 +357,45 @@ def test_every_refused_sign_in_is_audited_throttled_ones_too(
     throttled = AuditEvent.objects.filter(action="auth.login_throttled").first()
     assert throttled.payload["identifier"] == clinician.email
     assert "guess" not in str(list(AuditEvent.objects.values_list("payload", flat=True)))
+
+
+def test_a_flood_of_throttled_sign_ins_is_recorded_a_bounded_number_of_times(
+    client: Any, clinician: Any, settings: Any
+) -> None:
+    # given the production-like rate limit, and a 2-second window for recording throttling
+    cache.clear()
+    settings.ACCOUNT_RATE_LIMITS = {"login_failed": "2/m/key"}
+    settings.AUDIT_THROTTLED_WINDOW_S = 2
+
+    def attempt(i: int) -> None:
+        client.post(reverse("account_login"), {"login": clinician.email, "password": f"g{i}"})
+
+    def refusals() -> list[tuple[str, dict[str, Any]]]:
+        return [
+            (e.action, e.payload)
+            for e in AuditEvent.objects.exclude(action="auth.login_failed").filter(
+                action__in=["auth.login_throttled", "access.denied"]
+            )
+        ]
+
+    # when someone tries 40 passwords from one address at once (the form's limit refuses them
+    # unchecked, then the login page's own limit answers 429)
+    for i in range(40):
+        attempt(i)
+    # then the two failures are recorded, and of the 38 refusals five of each kind at most
+    assert AuditEvent.objects.filter(action="auth.login_failed").count() == 2
+    recorded = refusals()
+    assert [a for a, _ in recorded].count("auth.login_throttled") == 5
+    assert [a for a, _ in recorded].count("access.denied") <= 5
+    # and once the window has passed, the next refusal recorded counts those left out
+    while not any("not_recorded_before" in p for _, p in refusals()):
+        attempt(0)
+        time.sleep(0.1)
+    cache.clear()
+    recorded = refusals()
+    left_out = sum(p.get("not_recorded_before", 0) for _, p in recorded)
+    assert left_out > 0
+    assert len(recorded) <= 11
 
 
 @pytest.mark.parametrize(

@@ -21,13 +21,13 @@ from tests.stack import REPO
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_vector_search_check_passes_on_a_working_server() -> None:
     # given the test database with pgvector, when checked, then nothing is raised
     runstack.vector_search_check()
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_vector_search_check_names_a_dead_server(monkeypatch: pytest.MonkeyPatch) -> None:
     # given a server that dies on the query (as the -march=native pgvector did with SIGILL)
     class Dying:

@@ -53,6 +53,8 @@ def test_production_settings_accept_a_sound_configuration() -> None:
         ({"DJANGO_ALLOWED_HOSTS": "*"}, "not a wildcard"),
         ({"DJANGO_ALLOWED_HOSTS": "mdtboard.example.org,*"}, "not a wildcard"),
         ({"EMAIL_URL": "consolemail://"}, "EMAIL_URL must be a real mail server"),
+        ({"AUDIT_ANCHOR_PATH": "off"}, "AUDIT_ANCHOR_PATH=off"),
+        ({"AUDIT_ANCHOR_PATH": "OFF"}, "AUDIT_ANCHOR_PATH=off"),
     ],
 )
 def test_production_settings_refuse_weak_configuration(

@@ -125,3 +125,63 @@ def test_an_invited_user_can_turn_on_two_factor(client: Any, admin_user: Any, te
     page = response.content.decode()
     assert "verified your email" not in page
     assert "secret" in page.lower()
+
+
+def test_an_added_address_signs_nobody_in_until_its_link_is_followed(
+    client: Any, clinician: Any
+) -> None:
+    # given a clinician who adds an address that is not theirs and that no account has
+    _signed_in_recently(client, clinician)
+    claimed = "head.of.department@hospital.test"
+    mail.outbox.clear()
+    client.post(reverse("account_email"), {"action_add": "", "email": claimed})
+    # then a confirmation link goes to that address, and the address stays unconfirmed
+    assert [message.to for message in mail.outbox] == [[claimed]]
+    assert EmailAddress.objects.get(email=claimed).verified is False
+    # and signing in with it, even with the clinician's own password, gets nobody in
+    other = Client()
+    other.post(reverse("account_login"), {"login": claimed, "password": PASSWORD})
+    assert "_auth_user_id" not in other.session
+    # when the address's owner follows the link (here, the clinician after all)
+    link = re.search(r"https?://\S+", mail.outbox[-1].body)
+    assert link is not None
+    client.post(link.group(0))
+    # then it is theirs: confirmed, and it signs them in
+    assert EmailAddress.objects.get(email=claimed).verified is True
+    other.post(reverse("account_login"), {"login": claimed, "password": PASSWORD})
+    assert other.session["_auth_user_id"] == str(clinician.pk)
+
+
+def test_an_unconfirmed_claim_does_not_keep_an_address_from_its_owner(
+    client: Any, clinician: Any, admin_user: Any, team: Any
+) -> None:
+    # given a clinician who added a future colleague's address without confirming it
+    _signed_in_recently(client, clinician)
+    address = "new.colleague@hospital.test"
+    client.post(reverse("account_email"), {"action_add": "", "email": address})
+    client.logout()
+    # when an administrator invites that colleague
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("accounts:invite"),
+        {"email": address, "role": "clinician", "teams": [team.pk]},
+        follow=True,
+    )
+    # then the invitation goes out (the address is not "taken")
+    assert EMAIL_TAKEN not in response.content.decode()
+    invitee = User.objects.get(email=address)
+    # and once the colleague sets a password through the emailed link, the claim is gone
+    link = re.search(r"https?://\S+", mail.outbox[-1].body)
+    assert link is not None
+    client.logout()
+    form_page = client.get(link.group(0), follow=True)
+    chosen = "a long new passphrase 42"
+    client.post(
+        form_page.redirect_chain[-1][0], {"password1": chosen, "password2": chosen}, follow=True
+    )
+    assert list(EmailAddress.objects.filter(email__iexact=address).values_list("user_id")) == [
+        (invitee.pk,)
+    ]
+    assert AuditEvent.objects.filter(
+        action="account.email.released", object_id=str(clinician.pk)
+    ).exists()

@@ -20,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connection
 
 from mdtboard import embedded
+from mdtboard.core.dbroles import database_owner
 
 
 def vector_search_check() -> None:
@@ -27,7 +28,8 @@ def vector_search_check() -> None:
     fit this CPU kills the database server here, with a message, rather than on the first
     consultation."""
     try:
-        with connection.cursor() as cursor:
+        # As the owner: the extension is the owner's to update (the app's role may not).
+        with database_owner(), connection.cursor() as cursor:
             # A data directory made by an older embedded server may carry an older extension
             # version than the library now installed.
             cursor.execute("ALTER EXTENSION vector UPDATE")
@@ -76,7 +78,7 @@ def daphne_argv(host: str, port: int) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "daphne",
+        "mdtboard.webserver",
         "-b",
         host,
         "-p",
