@@ -97,6 +97,7 @@ def test_the_safety_gate_gets_every_rule_whether_it_applies_or_not() -> None:
     assert found.hits == []
 
 
+@pytest.mark.django_db(transaction=True)
 def test_treatment_is_given_the_options_that_do_not_apply_with_their_reasons() -> None:
     # given a BCLC B case (pub-hcc-02: TACE) and the seed in the database
     load_seed()
