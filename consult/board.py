@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from consult.engine.guideline import RELEVANT_STAGING, STAGING_LABELS
+from consult.engine.vocab import CORE_ROLES, RELEVANT_STAGING, STAGING_LABELS
 from consult.labels import fact_label
 from consult.plan_view import PHASE_LABELS, PlanView, cancer_of, need_label, plan_view
 
-CORE_ROLES = ("diagnostic", "treatment", "safety", "monitoring")
 ROLE_LABELS = {
     "diagnostic": "Diagnostic",
     "treatment": "Treatment",

@@ -18,6 +18,7 @@ from consult.models import (
     Patient,
 )
 from consult.services.consultations import LEASE, LEASE_STALE_AFTER, QUEUED_STALE_AFTER
+from knowledge.cases import Case
 from mdtboard.accounts.models import Team
 from mdtboard.accounts.roles import Role, has_role, is_admin
 
@@ -145,3 +146,18 @@ def consultation_worker_silence(
 
 def consultations_for_dossier(*, dossier: LesionDossier) -> QuerySet[Consultation]:
     return dossier.consultations.select_related("created_by").order_by("-created_at")
+
+
+class DossierCases:
+    """The dossiers a user may open, for the curator pages' retrieval diagnostics
+    (registered with knowledge.cases when the app starts)."""
+
+    def choices(self, *, user: Any) -> list[tuple[int, str]]:
+        return [
+            (d.pk, f"{d.case_id} – {d.patient.pseudonym} ({d.patient.team.name})")
+            for d in dossier_list(user=user)[:200]
+        ]
+
+    def get(self, *, user: Any, pk: int) -> Case:
+        dossier = dossier_get(user=user, pk=pk)
+        return Case(case_id=dossier.case_id, cancer_type=dossier.cancer_type, data=dossier.data)

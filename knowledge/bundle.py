@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from consult.engine.vocab import UnitCancerType, UnitKind
 from knowledge.calculators.preferences import DECLINE_TOPICS
 
 FORMAT_ID = "mdtboard.kb/1"
@@ -42,23 +43,6 @@ MAX_NODES = 1_000_000
 # its 20 MiB upload limit, and one that uses aliases may not expand beyond it either (100 KB
 # of aliases once stored a 50 MB unit version).
 MAX_EXPANDED_SIZE = 20 * 1024 * 1024
-
-
-class UnitKind(StrEnum):
-    STAGING_RULE = "staging_rule"
-    THERAPY_STEP = "therapy_step"
-    CONTRAINDICATION = "contraindication"
-    INTERACTION = "interaction"
-    ORGAN_FUNCTION_GATE = "organ_function_gate"
-    SURVEILLANCE_INTERVAL = "surveillance_interval"
-
-
-class CancerType(StrEnum):
-    HCC = "hcc"
-    LUNG_ADENOCARCINOMA = "lung_adenocarcinoma"
-    BREAST = "breast"
-    LYMPHOMA = "lymphoma"
-    ANY = "any"  # e.g. a drug-drug interaction that holds whatever the cancer
 
 
 class Severity(StrEnum):
@@ -379,7 +363,7 @@ class UnitSpec(_Strict):
     key: Annotated[str, Field(pattern=KEY_PATTERN)]
     source: Annotated[str, Field(pattern=KEY_PATTERN)]
     kind: UnitKind
-    cancer_type: CancerType
+    cancer_type: UnitCancerType
     title: Annotated[str, Field(min_length=3, max_length=200)]
     text: Annotated[str, Field(min_length=10, max_length=2000)]
     anchor: Annotated[str, Field(min_length=1, max_length=200)]

@@ -20,17 +20,15 @@ from django.db import connection, transaction
 from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from pgvector.django import CosineDistance
 
+from consult.engine.vocab import SAFETY_KINDS, UnitKind
 from knowledge.applicability import Truth, case_facts, context_applies
-from knowledge.bundle import Context, UnitKind
+from knowledge.bundle import Context
 from knowledge.embeddings import get_provider
 from knowledge.models import GuidelineSource, UnitEmbedding, UnitVersion, VersionStatus
 
 logger = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "dense", "keyword"]
-SAFETY_KINDS = frozenset(
-    {UnitKind.CONTRAINDICATION, UnitKind.INTERACTION, UnitKind.ORGAN_FUNCTION_GATE}
-)
 KEYWORD_RANK_CAP = 500
 _WORD = re.compile(r"[a-z0-9]+(?:[-/][a-z0-9]+)*")
 

@@ -62,10 +62,10 @@ from consult.engine.schemas import (
     Synthesis,
     Vote,
 )
+from consult.engine.vocab import STAGING_KEYS
 
 MAX_ROUNDS_CAP = 5
 _EMPTY = RoleReport(conclusion="", confidence=0)
-SAFETY_KINDS = ("contraindication", "interaction", "organ_function_gate")
 PHASES = ("acute_0_3m", "intermediate_3_12m", "long_term_12m_plus")
 
 
@@ -632,21 +632,7 @@ class Deliberation:
         return Plan(
             case_id=str(self.state.case.get("case_id") or ""),
             engine=self.provider.name,
-            staging={
-                k: self.state.staging.get(k)
-                for k in (
-                    "child_pugh_score",
-                    "child_pugh_class",
-                    "albi_grade",
-                    "bclc",
-                    "tnm_stage",
-                    "breast_subtype",
-                    "ann_arbor_stage",
-                    "ipi",
-                    "cns_ipi",
-                    "flipi",
-                )
-            },
+            staging={k: self.state.staging.get(k) for k in STAGING_KEYS},
             recommendation=Recommendation(
                 summary=summary,
                 intent=intent,
