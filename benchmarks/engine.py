@@ -68,12 +68,12 @@ def _critical_path(consultation: Any) -> tuple[float, int]:
     votes), the slowest call as the client measured it; summed over the layers."""
     from consult.models import AgentMessage
 
-    layers: dict[str, float] = {}
-    for key, latency in AgentMessage.objects.filter(consultation=consultation).values_list(
-        "step_key", "latency_ms"
-    ):
+    layers: dict[tuple[int, str], float] = {}
+    for round_no, kind, latency in AgentMessage.objects.filter(
+        consultation=consultation
+    ).values_list("round", "kind", "latency_ms"):
         if latency:
-            layer = ".".join(key.split(".")[:2])
+            layer = (round_no, kind)
             layers[layer] = max(layers.get(layer, 0.0), latency / 1000)
     return sum(layers.values()), len(layers)
 

@@ -65,12 +65,13 @@ def _broadcast_each(consultation_id: int) -> list[float]:
     """Milliseconds the broadcaster takes for each event, sent one batch per event as a live
     run sends them (the channel layer itself left out: it costs the same at any length)."""
     from consult import broadcasts
+    from consult.journal import broadcaster
 
     samples = []
     with mock.patch.object(broadcasts, "_send"):
         for seq in range(1, EVENTS + 1):
             started = time.perf_counter()
-            broadcasts.board_events(event_keys=[(consultation_id, seq)])
+            broadcaster.events_broadcast(consultation_id, [seq]).result(timeout=60)
             samples.append((time.perf_counter() - started) * 1000)
     return samples
 

@@ -10,14 +10,13 @@ from django.db.models import Count, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
+from consult.journal import lease
 from consult.models import (
     Consultation,
-    ConsultationEvent,
     ConsultationStatus,
     LesionDossier,
     Patient,
 )
-from consult.services.consultations import LEASE, LEASE_STALE_AFTER, QUEUED_STALE_AFTER
 from knowledge.cases import Case
 from mdtboard.accounts.models import Team
 from mdtboard.accounts.roles import Role, has_role, is_admin
@@ -114,15 +113,6 @@ def consultation_can_cancel(*, user: Any, consultation_id: int) -> bool:
     return is_admin(user) or (started_by is not None and started_by == user.pk)
 
 
-def consultation_events(
-    *, consultation: Consultation, after: int = 0, upto: int | None = None
-) -> QuerySet[ConsultationEvent]:
-    events = ConsultationEvent.objects.filter(consultation=consultation, seq__gt=after)
-    if upto is not None:
-        events = events.filter(seq__lte=upto)
-    return events.order_by("seq")
-
-
 def consultation_worker_silence(
     *, consultation: Consultation, now: datetime | None = None
 ) -> int | None:
@@ -134,10 +124,10 @@ def consultation_worker_silence(
         if consultation.lease_until is None:
             heard = consultation.started_at or consultation.created_at
         else:
-            heard = consultation.lease_until - LEASE  # the last renewal
-        stale_after = LEASE_STALE_AFTER
+            heard = consultation.lease_until - lease.LEASE  # the last renewal
+        stale_after = lease.LEASE_STALE_AFTER
     elif consultation.status == ConsultationStatus.QUEUED:
-        heard, stale_after = consultation.created_at, QUEUED_STALE_AFTER
+        heard, stale_after = consultation.created_at, lease.QUEUED_STALE_AFTER
     else:
         return None
     silence = now - heard

@@ -41,6 +41,7 @@ from consult.engine.protocols import (
     PastCase,
     Retrieved,
     Retriever,
+    Step,
     StepResult,
     StepStore,
     Usage,
@@ -62,7 +63,7 @@ from consult.engine.schemas import (
     Synthesis,
     Vote,
 )
-from consult.engine.vocab import STAGING_KEYS
+from consult.engine.vocab import STAGING_KEYS, EventKind, StepKind
 
 MAX_ROUNDS_CAP = 5
 _EMPTY = RoleReport(conclusion="", confidence=0)
@@ -154,15 +155,15 @@ class Deliberation:
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    async def _step(self, key: str, run: Callable[[], Awaitable[StepResult]]) -> dict[str, Any]:
-        done = await self.store.load(key)
+    async def _step(self, step: Step, run: Callable[[], Awaitable[StepResult]]) -> dict[str, Any]:
+        done = await self.store.load(step)
         if done is not None:
             return done
         if await self.store.cancelled():
             raise Cancelled
-        step = await run()
-        await self.store.commit(key, step)
-        return step.result
+        result = await run()
+        await self.store.commit(step, result)
+        return result.result
 
     def _time_left(self) -> bool:
         return self.clock() < self.deadline
@@ -182,17 +183,17 @@ class Deliberation:
                 "cancer_type": self.cancer,
                 "staging_keys": list(guideline.relevant_staging(self.state.case)),
             }
-            return StepResult(payload, [EngineEvent("intake", payload)])
+            return StepResult(payload, [EngineEvent(EventKind.INTAKE, payload)])
 
-        await self._step("intake", run)
+        await self._step(Step(StepKind.INTAKE), run)
 
     async def _triage(self) -> None:
         async def run() -> StepResult:
             t = guideline.triage(dict(self.state.case), dict(self.state.facts))
             payload = {"panel": list(t.panel), "specialists": t.specialists, "simple": t.simple}
-            return StepResult(payload, [EngineEvent("triage", payload)])
+            return StepResult(payload, [EngineEvent(EventKind.TRIAGE, payload)])
 
-        result = await self._step("triage", run)
+        result = await self._step(Step(StepKind.TRIAGE), run)
         self.state.triage = Triage(
             tuple(result["panel"]), dict(result["specialists"]), bool(result["simple"])
         )
@@ -232,7 +233,7 @@ class Deliberation:
     async def _retrieve_panel(self, panel: Sequence[str]) -> None:
         """The whole panel's evidence in one retriever call, then one step per role."""
         requests = self._requests(panel)
-        pending = [r for r in requests if await self.store.load(f"retrieval.{r.role}") is None]
+        pending = [r for r in requests if await self.store.load(Step.retrieval(r.role)) is None]
         fetched: dict[str, Retrieved] = {}
         if pending:
             if await self.store.cancelled():
@@ -252,7 +253,7 @@ class Deliberation:
             evidence = sorted(merged.values(), key=lambda e: (-e.score, e.unit_id))
             payload = {"evidence": [_evidence_to_dict(e) for e in evidence]}
             event = EngineEvent(
-                "retrieval",
+                EventKind.RETRIEVAL,
                 {
                     "query": request.query,
                     "hits": [
@@ -273,7 +274,7 @@ class Deliberation:
             )
             return StepResult(payload, [event])
 
-        result = await self._step(f"retrieval.{role}", run)
+        result = await self._step(Step.retrieval(role), run)
         self.state.evidence[role] = [_evidence_from_dict(d) for d in result["evidence"]]
 
     # --- 4-8: rounds --------------------------------------------------------------------------
@@ -310,7 +311,7 @@ class Deliberation:
             report, ungrounded = ground_report(answer.value, self.state.evidence[role])
             events = [
                 EngineEvent(
-                    "message",
+                    EventKind.MESSAGE,
                     {
                         "report": report.model_dump(),
                         "fallback": answer.fallback,
@@ -322,10 +323,12 @@ class Deliberation:
             ]
             if ungrounded:
                 events.append(
-                    EngineEvent("grounding", {"ungrounded": ungrounded}, role=role, round=round_no)
+                    EngineEvent(
+                        EventKind.GROUNDING, {"ungrounded": ungrounded}, role=role, round=round_no
+                    )
                 )
             events += [
-                EngineEvent("evidence.node", node, role=role, round=round_no)
+                EngineEvent(EventKind.EVIDENCE_NODE, node, role=role, round=round_no)
                 for node in tree_nodes(
                     role, round_no, report, self.state.evidence[role], ungrounded
                 )
@@ -337,7 +340,7 @@ class Deliberation:
                 answer.fallback,
             )
 
-        result = await self._step(f"r{round_no}.report.{role}", run)
+        result = await self._step(Step.report(round_no, role), run)
         self.state.reports[role] = RoleReport.model_validate(result["report"])
         self.state.history.append(self.state.reports[role])
         self.state.ungrounded[role] = {
@@ -364,9 +367,9 @@ class Deliberation:
                 "fallback": answer.fallback,
             }
             events = [
-                EngineEvent("critique", payload, role=reviewer, round=round_no),
+                EngineEvent(EventKind.CRITIQUE, payload, role=reviewer, round=round_no),
                 EngineEvent(
-                    "evidence.node",
+                    EventKind.EVIDENCE_NODE,
                     {
                         "id": f"r{round_no}.{reviewer}>{target}",
                         "parent": f"r{round_no}.{target}.h",
@@ -382,7 +385,7 @@ class Deliberation:
             ]
             return StepResult(payload, events, answer.usage, answer.fallback)
 
-        result = await self._step(f"r{round_no}.review.{reviewer}.{target}", run)
+        result = await self._step(Step.review(round_no, reviewer, target), run)
         self.state.critiques.append(
             (reviewer, target, CrossReview.model_validate(result["review"]))
         )
@@ -416,10 +419,13 @@ class Deliberation:
             synthesis: Synthesis = answer.value
             events = [
                 EngineEvent(
-                    "residual", synthesis.residual.model_dump(), role="coordinator", round=round_no
+                    EventKind.RESIDUAL,
+                    synthesis.residual.model_dump(),
+                    role="coordinator",
+                    round=round_no,
                 ),
                 EngineEvent(
-                    "draft",
+                    EventKind.DRAFT,
                     {
                         **synthesis.draft.model_dump(),
                         "support": consensus.support,
@@ -429,7 +435,7 @@ class Deliberation:
                     round=round_no,
                 ),
             ] + [
-                EngineEvent("conflict", c.model_dump(), role="coordinator", round=round_no)
+                EngineEvent(EventKind.CONFLICT, c.model_dump(), role="coordinator", round=round_no)
                 for c in conflicts
             ]
             return StepResult(
@@ -443,7 +449,7 @@ class Deliberation:
                 answer.fallback,
             )
 
-        result = await self._step(f"r{round_no}.synthesis", run)
+        result = await self._step(Step.synthesis(round_no), run)
         self.state.synthesis = Synthesis.model_validate(result["synthesis"])
         self.state.residuals.append(self.state.synthesis.residual)
         round_conflicts = [ConflictRecord.model_validate(c) for c in result["conflicts"]]
@@ -467,12 +473,12 @@ class Deliberation:
             payload = {"vote": vote.model_dump(), "fallback": answer.fallback}
             return StepResult(
                 payload,
-                [EngineEvent("vote", payload, role=role, round=round_no)],
+                [EngineEvent(EventKind.VOTE, payload, role=role, round=round_no)],
                 answer.usage,
                 answer.fallback,
             )
 
-        result = await self._step(f"r{round_no}.vote.{role}", run)
+        result = await self._step(Step.vote(round_no, role), run)
         return Vote.model_validate(result["vote"])
 
     async def _round(
@@ -517,10 +523,11 @@ class Deliberation:
                 "votes": {r: v.agree for r, v in zip(panel, votes, strict=True)},
             }
             return StepResult(
-                payload, [EngineEvent("consensus", payload, role="coordinator", round=round_no)]
+                payload,
+                [EngineEvent(EventKind.CONSENSUS, payload, role="coordinator", round=round_no)],
             )
 
-        result = await self._step(f"r{round_no}.consensus", run)
+        result = await self._step(Step.consensus(round_no), run)
         return bool(result["stop"])
 
     # --- 9-11: gate, review, plan ---------------------------------------------------------------
@@ -563,15 +570,16 @@ class Deliberation:
                 "cited": outcome.cited,
             }
             events = [
-                EngineEvent("gate", g.model_dump(), role="safety_gate") for g in outcome.gates
+                EngineEvent(EventKind.GATE, g.model_dump(), role="safety_gate")
+                for g in outcome.gates
             ]
             events += [
-                EngineEvent("conflict", c.model_dump(), role="safety_gate")
+                EngineEvent(EventKind.CONFLICT, c.model_dump(), role="safety_gate")
                 for c in outcome.conflicts
             ]
             return StepResult(payload, events)
 
-        gate = await self._step("gate", gate_run)
+        gate = await self._step(Step(StepKind.GATE), gate_run)
 
         async def plan_run() -> StepResult:
             plan = self._assemble(gate)
@@ -579,12 +587,12 @@ class Deliberation:
             # review event: needs_data is the patient data the board needs.
             review = final_review(plan)
             events = [
-                EngineEvent("review", review, role="final_reviewer"),
-                EngineEvent("plan", plan.model_dump(mode="json"), role="coordinator"),
+                EngineEvent(EventKind.REVIEW, review, role="final_reviewer"),
+                EngineEvent(EventKind.PLAN, plan.model_dump(mode="json"), role="coordinator"),
             ]
             return StepResult({"plan": plan.model_dump(mode="json")}, events)
 
-        result = await self._step("plan", plan_run)
+        result = await self._step(Step(StepKind.PLAN), plan_run)
         return Plan.model_validate(result["plan"])
 
     def _assemble(self, gate: Mapping[str, Any]) -> Plan:

@@ -11,8 +11,9 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.urls import reverse
 
-from consult.board import Board, apply
-from consult.board_render import render_changes, render_event_fragments
+from consult.journal import broadcaster
+from consult.journal.board import Board
+from consult.journal.render import render_events
 from mdtboard.asgi import application
 from tests.consult.journal.golden_board import golden, normalise, recorded_consultation, streams
 
@@ -33,12 +34,7 @@ def assert_same(actual: list[str], expected: list[str]) -> None:
 
 def fold_fragments(events: list[dict[str, Any]], consultation_id: int) -> list[str]:
     board = Board(consultation_id=consultation_id)
-    fragments = []
-    for event in events:
-        known_rounds = set(board.rounds)
-        changed = apply(board, event)
-        fragments.append(render_changes(board, changed, event, known_rounds))
-    return fragments
+    return [html for _, html in render_events(board, events)]
 
 
 @pytest.mark.parametrize("name", STREAMS)
@@ -84,7 +80,7 @@ def test_broadcast_batches_render_the_same_fragments_as_one_by_one(
         seqs = list(range(first, min(first + size, len(events) + 1)))
         if not seqs:
             break
-        sent.update(render_event_fragments(consultation.pk, seqs))
+        sent.update((seq, html) for seq, html, _ in broadcaster._render(consultation.pk, seqs))
         first = seqs[-1] + 1
     # then each event's fragment is the one a fold from the start renders
     fragments = [normalise(sent[seq], consultation.pk) for seq in sorted(sent)]
