@@ -10,6 +10,8 @@ database."""
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -27,6 +29,11 @@ _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="board-broadcas
 # cancels a few: a handful suffices, and a finished run's board is dropped at once.
 _BOARDS: OrderedDict[int, Board] = OrderedDict()
 MAX_BOARDS = 32
+# The thread keeps its database connection while a run streams events (a new connection per
+# batch cost more than the batch), and closes it when the run's board is finished, after a
+# failure, or once nothing was broadcast for this long.
+IDLE_CLOSE_S = 30.0
+_last_used = 0.0
 
 
 def events_broadcast(consultation_id: int, seqs: list[int]) -> Future[None]:
@@ -46,21 +53,56 @@ def broadcasts_drain(timeout: float = 10.0) -> None:
 
 
 def _broadcast(consultation_id: int, seqs: list[int]) -> None:
+    done = True
     try:
-        try:
-            messages = _render(consultation_id, seqs)
-        except Exception as exc:  # noqa: BLE001 - the events are saved; a reload renders them
-            # The type only: a traceback's values may quote clinical data.
-            logger.error(
-                "rendering board events of consultation %s failed (%s)",
-                consultation_id,
-                type(exc).__name__,
-            )
-            _BOARDS.pop(consultation_id, None)
-            messages = [(seq, "", None) for seq in seqs]
-        broadcasts.board_events(consultation_id=consultation_id, events=messages)
+        messages = _render(consultation_id, seqs)
+        done = consultation_id not in _BOARDS  # finished (or evicted): the run is over here
+    except Exception as exc:  # noqa: BLE001 - the events are saved; a reload renders them
+        # The type only: a traceback's values may quote clinical data.
+        logger.error(
+            "rendering board events of consultation %s failed (%s)",
+            consultation_id,
+            type(exc).__name__,
+        )
+        _BOARDS.pop(consultation_id, None)
+        messages = [(seq, "", None) for seq in seqs]
     finally:
-        connections.close_all()  # this thread's own connection: never left open
+        _release(close=done)
+    broadcasts.board_events(consultation_id=consultation_id, events=messages)
+
+
+def _release(*, close: bool) -> None:
+    """Close this thread's connection now, or once it has been idle for IDLE_CLOSE_S."""
+    global _last_used  # only ever written on the executor's thread
+    if close:
+        connections.close_all()
+        return
+    _last_used = time.monotonic()
+    _arm(IDLE_CLOSE_S)
+
+
+_timer: threading.Timer | None = None
+
+
+def _arm(delay: float) -> None:
+    """One pending idle check at a time, run on the executor's thread (the connection is
+    that thread's)."""
+    global _timer
+    if _timer is not None and _timer.is_alive():
+        return
+    _timer = threading.Timer(delay, _EXECUTOR.submit, (_close_if_idle,))
+    _timer.daemon = True
+    _timer.start()
+
+
+def _close_if_idle() -> None:
+    global _timer
+    _timer = None  # the timer that queued this check has fired
+    idle = time.monotonic() - _last_used
+    if idle >= IDLE_CLOSE_S:
+        connections.close_all()
+    else:
+        _arm(IDLE_CLOSE_S - idle)
 
 
 def _render(consultation_id: int, seqs: list[int]) -> list[tuple[int, str, dict[str, Any] | None]]:
