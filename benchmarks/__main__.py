@@ -35,6 +35,10 @@ if not os.environ.get("DATABASE_URL"):
     repo = Path(__file__).resolve().parent.parent
     embedded.drop_database(Path(os.environ.get("MDTBOARD_VAR_DIR", repo / "var")), DATABASE)
 
+from mdtboard.bootstrap import embedded_servers  # noqa: E402
+
+embedded_servers()
+
 import django  # noqa: E402
 
 django.setup()

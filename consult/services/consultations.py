@@ -68,9 +68,9 @@ NOT_YOURS = "Only the clinician who started the consultation (or an administrato
 
 
 def llm_settings() -> Any:
-    from consult.llm import LLMSettings
+    from consult.llm import llm_settings as parsed
 
-    return LLMSettings.from_env()
+    return parsed()
 
 
 def llm_available() -> bool:

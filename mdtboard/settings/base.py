@@ -1,4 +1,8 @@
-"""Settings shared by every environment, read from the environment (django-environ)."""
+"""Settings shared by every environment, read from the environment (django-environ).
+
+Parsing only: nothing here starts a server. The embedded PostgreSQL and Redis (used when
+DATABASE_URL / REDIS_URL are not set) are started by mdtboard.bootstrap before the settings
+load, and their addresses arrive here through the environment like everything else."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import django_stubs_ext
 import environ
 from kombu.entity import Queue
 
-from mdtboard import __version__, embedded
+from mdtboard import __version__, bootstrap
 
 # Lets admin classes be written ModelAdmin[Model] for the type checker at run time too.
 django_stubs_ext.monkeypatch()
@@ -92,9 +96,15 @@ DATABASE_EMBEDDED = not env.str("DATABASE_URL", default="")
 if not DATABASE_EMBEDDED:
     DATABASES = {"default": env.db_url("DATABASE_URL")}
 else:
+    # Where mdtboard.bootstrap started it; a process that did not bootstrap (a type checker
+    # loading the settings) gets an address that names the omission if anything connects.
     DATABASES = {
         "default": env.db_url_config(
-            embedded.ensure_postgres(VAR_DIR, database=env.str("MDTBOARD_DB_NAME", "mdtboard"))
+            env.str(
+                bootstrap.DATABASE_VAR,
+                default=f"postgres:///{env.str('MDTBOARD_DB_NAME', 'mdtboard')}"
+                f"?host={VAR_DIR}/embedded-postgres-not-started-call-mdtboard-bootstrap",
+            )
         )
     }
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
@@ -108,7 +118,9 @@ PG_BIN = env.str("PG_BIN", default="")
 
 # --- Redis: REDIS_URL (no database number), or the embedded Redis under var/ -----------------
 # Databases on one server: 0 Celery broker/results, 1 channel layer, 2 cache; tests use 3-5.
-REDIS_URL = env.str("REDIS_URL", default="") or embedded.ensure_redis(VAR_DIR)
+REDIS_URL = env.str("REDIS_URL", default="") or env.str(
+    bootstrap.REDIS_VAR, default=f"unix://{VAR_DIR}/embedded-redis-not-started.sock"
+)
 REDIS_DB_CELERY = env.int("REDIS_DB_CELERY", default=0)
 REDIS_DB_CHANNELS = env.int("REDIS_DB_CHANNELS", default=1)
 REDIS_DB_CACHE = env.int("REDIS_DB_CACHE", default=2)
