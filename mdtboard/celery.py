@@ -67,7 +67,6 @@ for _scheme in ("redis", "rediss"):
 app = Celery("mdtboard")
 
 
-@app.on_configure.connect
 def _embedded_servers(**_: Any) -> None:
     """A worker (or any process that sends a task) reads Django's settings for its broker
     here first: the embedded servers must be up, and their addresses known, before that."""
@@ -76,5 +75,6 @@ def _embedded_servers(**_: Any) -> None:
     embedded_servers()
 
 
+app.on_configure.connect(_embedded_servers, weak=False)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()

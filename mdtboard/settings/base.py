@@ -118,7 +118,7 @@ PG_BIN = env.str("PG_BIN", default="")
 
 # --- Redis: REDIS_URL (no database number), or the embedded Redis under var/ -----------------
 # Databases on one server: 0 Celery broker/results, 1 channel layer, 2 cache; tests use 3-5.
-REDIS_URL = env.str("REDIS_URL", default="") or env.str(
+REDIS_URL: str = env.str("REDIS_URL", default="") or env.str(
     bootstrap.REDIS_VAR, default=f"unix://{VAR_DIR}/embedded-redis-not-started.sock"
 )
 REDIS_DB_CELERY = env.int("REDIS_DB_CELERY", default=0)
