@@ -90,13 +90,14 @@ class DbRetriever:
         kinds = sorted({kind for request in requests for kind in request.kinds})
         # Each unit in scope is judged against the patient once, for every member: a ranked
         # hit is the same evidence with its search score.
-        in_scope = [
-            _evidence(version, facts)
-            for version in published_versions().filter(
+        versions = list(
+            published_versions().filter(
                 unit__cancer_type__in=[cancer_type, "any"], unit__kind__in=kinds
             )
-        ]
+        )
+        in_scope = [_evidence(version, facts) for version in versions]
         by_version = {e.version_id: e for e in in_scope}
+        judged = {v.pk: (v, by_version[v.pk].applies) for v in versions}
         vectors = query_vectors([request.query for request in requests])
         found: dict[str, Retrieved] = {}
         for request, vector in zip(requests, vectors, strict=True):
@@ -107,6 +108,7 @@ class DbRetriever:
                 k=k,
                 case=case,
                 query_vector=vector,
+                judged=judged,
             )
             retrieved = Retrieved(
                 applicable=[
