@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, assert_never
 
@@ -150,6 +151,9 @@ class DbStepStore:
         self._failure: Exception | None = None
         self._cancel_checked = 0.0  # time.monotonic() of the freshest reading of the flag
         self._cancel_check: asyncio.Task[None] | None = None
+        # The run's end, written with the last steps (finish); _finishing while it is written.
+        self._final: Callable[[Consultation], None] | None = None
+        self._finishing: Callable[[Consultation], None] | None = None
 
     def _read_journal(self) -> tuple[dict[str, dict[str, Any]], bool]:
         steps = dict(
@@ -171,29 +175,32 @@ class DbStepStore:
                 ).values_list("step_key", flat=True)
             )
             new = [(step, result) for step, result in steps if step.key not in saved]
-            if not new:
-                return consultation.cancel_requested
-            messages = AgentMessage.objects.bulk_create(
-                [_message(consultation, step, result) for step, result in new]
-            )
-            event_groups_append(
-                consultation=consultation,
-                groups=[
-                    (result.events, message)
-                    for (_, result), message in zip(new, messages, strict=True)
-                ],
-                save_seq=False,
-            )
-            _derived_rows(consultation, [event for _, result in new for event in result.events])
-            Consultation.objects.filter(pk=consultation.pk).update(
-                last_seq=consultation.last_seq,
-                lease_until=lease.lease_until(),
-                tokens_prompt=F("tokens_prompt") + sum(m.tokens_prompt for m in messages),
-                tokens_completion=F("tokens_completion")
-                + sum(m.tokens_completion for m in messages),
-                cost_usd=F("cost_usd") + sum((m.cost_usd for m in messages), Decimal(0)),
-            )
+            if new:
+                self._save(consultation, new)
+            if self._finishing is not None:
+                self._finishing(consultation)
             return consultation.cancel_requested
+
+    @staticmethod
+    def _save(consultation: Consultation, new: list[tuple[Step, StepResult]]) -> None:
+        messages = AgentMessage.objects.bulk_create(
+            [_message(consultation, step, result) for step, result in new]
+        )
+        event_groups_append(
+            consultation=consultation,
+            groups=[
+                (result.events, message) for (_, result), message in zip(new, messages, strict=True)
+            ],
+            save_seq=False,
+        )
+        _derived_rows(consultation, [event for _, result in new for event in result.events])
+        Consultation.objects.filter(pk=consultation.pk).update(
+            last_seq=consultation.last_seq,
+            lease_until=lease.lease_until(),
+            tokens_prompt=F("tokens_prompt") + sum(m.tokens_prompt for m in messages),
+            tokens_completion=F("tokens_completion") + sum(m.tokens_completion for m in messages),
+            cost_usd=F("cost_usd") + sum((m.cost_usd for m in messages), Decimal(0)),
+        )
 
     async def _journaled(self) -> dict[str, dict[str, Any]]:
         if self._journal is None:
@@ -228,9 +235,22 @@ class DbStepStore:
         if self._failure is not None:
             raise self._failure
 
+    async def finish(self, final: Callable[[Consultation], None]) -> None:
+        """Write every queued step and then ``final`` (given the locked consultation row, the
+        run's end: its plan, status and audit record) in one transaction, and wait for it:
+        ending the run costs no transaction of its own after the journal's last one. Raises
+        the first write failure."""
+        if self._failure is not None:
+            raise self._failure
+        self._final = final
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write())
+        await self.drain()
+
     async def _write(self) -> None:
-        while self._queue and self._failure is None:
+        while (self._queue or self._final is not None) and self._failure is None:
             batch, self._queue = self._queue, []
+            self._finishing, self._final = self._final, None
             started = time.monotonic()
             try:
                 cancel = await sync_to_async(self._commit)(batch)
@@ -242,6 +262,8 @@ class DbStepStore:
                 )
                 self._failure = exc
                 return
+            finally:
+                self._finishing = None
             self._cancel_requested = self._cancel_requested or cancel
             self._cancel_checked = max(self._cancel_checked, started)
 
@@ -265,11 +287,19 @@ class DbStepStore:
     async def cancelled(self) -> bool:
         await self._journaled()
         stale = time.monotonic() - self._cancel_checked > CANCEL_CHECK_S
+        if stale and not self._cancel_requested and self._writing():
+            # A write is in flight: it reads the flag under the row lock (and renews the lease)
+            # as it commits, and a check queued behind it on the same database thread would
+            # only wait for it: the next step would start that much later.
+            return self._cancel_requested
         if stale and not self._cancel_requested:
             if self._cancel_check is None:
                 self._cancel_check = asyncio.create_task(self._check_cancel())
             await self._cancel_check
         return self._cancel_requested
+
+    def _writing(self) -> bool:
+        return self._writer is not None and not self._writer.done()
 
     async def _check_cancel(self) -> None:
         try:

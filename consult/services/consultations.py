@@ -163,49 +163,58 @@ def consultation_cancel(*, actor: Any, consultation: Consultation) -> Consultati
 # --- running --------------------------------------------------------------------------------
 
 
-def _finish(
-    consultation_id: int,
+def _finish(consultation_id: int, status: str, *, error: str = "") -> None:
+    """End a run that did not complete (cancelled, failed) in a transaction of its own."""
+    with transaction.atomic():
+        consultation = Consultation.objects.select_for_update().get(pk=consultation_id)
+        if not consultation.is_finished:
+            _end(consultation, status, error=error)
+
+
+def _end(
+    consultation: Consultation,
     status: str,
     *,
     error: str = "",
     plan: dict[str, Any] | None = None,
     kb_versions: list[int] | None = None,
 ) -> None:
-    with transaction.atomic():
-        consultation = Consultation.objects.select_for_update().get(pk=consultation_id)
-        if consultation.is_finished:
-            return
-        if plan is not None:
-            Plan.objects.create(
-                consultation=consultation, payload=plan, content_hash=payload_hash(plan)
-            )
-        consultation.status = status
-        consultation.finished_at = timezone.now()
-        consultation.error = error[:500]
-        consultation.lease_owner = ""
-        consultation.lease_until = None
-        if kb_versions is not None:
-            consultation.kb_versions = sorted(kb_versions)
-        consultation.save()
-        events_append(
-            consultation=consultation,
-            events=[EngineEvent(EventKind.STATUS, {"status": status, "error": error})],
+    """The run's end, on the locked consultation row: its plan (if any), final status, the
+    board's status event, the audit record, and the clinician's notice after commit."""
+    if plan is not None:
+        Plan.objects.create(
+            consultation=consultation, payload=plan, content_hash=payload_hash(plan)
         )
-        audit_record(
-            action=f"consultation.{status}",
-            obj=consultation,
-            payload={"plan_hash": consultation.plan.content_hash if plan else None},
-        )
-        case_id = LesionDossier.objects.values_list("case_id", flat=True).get(
-            pk=consultation.dossier_id
-        )
-        notice = {
-            "user_id": consultation.created_by_id,
-            "level": "success" if status == "completed" else "warning",
-            "text": f"Consultation on {case_id}: {status}.",
-        }
-        # After the board's last events, on their thread: the run is done once it is saved.
-        transaction.on_commit(lambda: broadcaster.notice_broadcast(notice))
+    consultation.status = status
+    consultation.finished_at = timezone.now()
+    consultation.error = error[:500]
+    consultation.lease_owner = ""
+    consultation.lease_until = None
+    fields = ["status", "finished_at", "error", "lease_owner", "lease_until"]
+    if kb_versions is not None:
+        consultation.kb_versions = sorted(kb_versions)
+        fields.append("kb_versions")
+    # Only these: the step store may have moved the token counts in this transaction.
+    consultation.save(update_fields=fields)
+    events_append(
+        consultation=consultation,
+        events=[EngineEvent(EventKind.STATUS, {"status": status, "error": error})],
+    )
+    audit_record(
+        action=f"consultation.{status}",
+        obj=consultation,
+        payload={"plan_hash": payload_hash(plan) if plan is not None else None},
+    )
+    case_id = LesionDossier.objects.values_list("case_id", flat=True).get(
+        pk=consultation.dossier_id
+    )
+    notice = {
+        "user_id": consultation.created_by_id,
+        "level": "success" if status == "completed" else "warning",
+        "text": f"Consultation on {case_id}: {status}.",
+    }
+    # After the board's last events, on their thread: the run is done once it is saved.
+    transaction.on_commit(lambda: broadcaster.notice_broadcast(notice))
 
 
 def consultation_run(*, consultation_id: int) -> str:
@@ -216,7 +225,7 @@ def consultation_run(*, consultation_id: int) -> str:
         return "skipped"
     retriever = DbRetriever()
     try:
-        plan = _deliberate_through_dropped_connections(consultation, retriever)
+        _deliberate_through_dropped_connections(consultation, retriever)
     except Cancelled:
         _finish(consultation_id, ConsultationStatus.CANCELLED)
         return "cancelled"
@@ -237,12 +246,6 @@ def consultation_run(*, consultation_id: int) -> str:
         logger.error("consultation %s failed (%s)", consultation_id, type(exc).__name__)
         _finish(consultation_id, ConsultationStatus.FAILED, error=type(exc).__name__)
         return "failed"
-    _finish(
-        consultation_id,
-        ConsultationStatus.COMPLETED,
-        plan=plan.model_dump(mode="json"),
-        kb_versions=list(retriever.used_version_ids),
-    )
     return "completed"
 
 
@@ -302,7 +305,15 @@ def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
     async def run() -> Any:
         try:
             plan = await deliberation.run()
-            await store.drain()  # no plan is saved before the journal behind it
+            payload = plan.model_dump(mode="json")
+            versions = list(retriever.used_version_ids)
+
+            def end(locked: Consultation) -> None:
+                _end(locked, ConsultationStatus.COMPLETED, plan=payload, kb_versions=versions)
+
+            # The plan is saved with (and never before) the last steps of the journal behind
+            # it, in the same transaction: the run's end adds no transaction of its own.
+            await store.finish(end)
             return plan
         finally:
             await store.settle()  # whatever happened, finished steps are written for a resume
