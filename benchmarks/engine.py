@@ -99,8 +99,8 @@ def _llm_overhead(user: Any, team: Any) -> None:
         critical, layers = _critical_path(consultation)
         ratios.append(wall / critical)
         overheads.append(wall - critical)
-    emit("llm_wall_over_critical_path", p50(ratios), "ratio (median of 3)", "<= 1.15")
-    emit("orchestration_overhead", p50(overheads), "s (median of 3)", "< 0.5 s")
+    emit("llm_wall_over_critical_path", p50(ratios), "ratio (median of 3)", "< 1.08")
+    emit("orchestration_overhead", p50(overheads), "s (median of 3)", "< 0.3 s")
     emit("llm_layers_on_critical_path", layers, "layers")
     emit("llm_calls_per_consultation", len(stub.requests) / 4, "calls")
 
