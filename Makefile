@@ -10,7 +10,7 @@ export DJANGO_SETTINGS_MODULE ?= mdtboard.settings.local
 help:
 	@echo "make run       install, start embedded PostgreSQL+Redis, migrate, seed, serve on :8000"
 	@echo "make test      install test tools (and Chromium), lint, run the whole test suite"
-	@echo "make lint      ruff, mypy, djlint"
+	@echo "make lint      ruff, mypy, djlint, import rules (lint-imports)"
 	@echo "make bench     print benchmark figures as JSON lines"
 	@echo "make soak      fault injection under load (N=6 M=4 S=120); non-zero exit if anything is lost"
 	@echo "make backup    dump the database to var/backups/ (OUTPUT=path to choose the file)"
@@ -47,6 +47,7 @@ lint: install-dev
 	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(VENV)/bin/mypy mdtboard consult knowledge
 	$(VENV)/bin/djlint templates --check --quiet
 	$(VENV)/bin/djlint templates --lint --quiet
+	$(VENV)/bin/lint-imports --no-cache
 
 test: install-dev chromium poppler lint
 	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m pytest

@@ -25,6 +25,10 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mdtboard.settings.local")
     from django.core.management import execute_from_command_line
 
+    from mdtboard.bootstrap import embedded_servers
+
+    embedded_servers()
+
     try:
         execute_from_command_line(sys.argv)
     except Exception as exc:

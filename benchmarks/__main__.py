@@ -4,6 +4,9 @@ Runs against the real services in a database of its own (``mdtboard_bench``, dro
 recreated each run), so it neither touches the development data nor depends on it. Figures
 are printed, never asserted.
 
+``--quick`` runs fewer concurrent consultations and a smaller retrieval corpus;
+``--only=engine,journal`` runs just those parts.
+
 ``python -m benchmarks soak [--consultations N --watchers M --seconds S]`` (``make soak``) is
 the fault-injection run instead (benchmarks/soak.py), in ``mdtboard_soak``; it exits non-zero
 when an event was lost, duplicated or out of order, or a consultation is stuck.
@@ -33,13 +36,17 @@ if not os.environ.get("DATABASE_URL"):
     repo = Path(__file__).resolve().parent.parent
     embedded.drop_database(Path(os.environ.get("MDTBOARD_VAR_DIR", repo / "var")), DATABASE)
 
+from mdtboard.bootstrap import embedded_servers  # noqa: E402
+
+embedded_servers()
+
 import django  # noqa: E402
 
 django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from benchmarks import board, engine, intake, parsers, report, retrieval  # noqa: E402
+from benchmarks import board, engine, intake, journal, parsers, report, retrieval  # noqa: E402
 
 
 def main() -> None:
@@ -52,13 +59,21 @@ def main() -> None:
         report.run()
         return
     quick = "--quick" in sys.argv
-    parsers.run()
-    intake.run()
-    retrieval.run_quality()
-    engine.run(quick=quick)
-    board.run()
-    report.run()
-    retrieval.run_latency(large=not quick)
+    # --only engine,journal: just those parts (while working on one of them).
+    only = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")), "")
+    parts = {
+        "parsers": parsers.run,
+        "intake": intake.run,
+        "retrieval": retrieval.run_quality,
+        "engine": lambda: engine.run(quick=quick),
+        "board": board.run,
+        "journal": journal.run,
+        "report": report.run,
+        "latency": lambda: retrieval.run_latency(large=not quick),
+    }
+    for name, part in parts.items():
+        if not only or name in only.split(","):
+            part()
 
 
 if __name__ == "__main__":

@@ -31,16 +31,17 @@ def _persist(consultation_id: int, index: int) -> tuple[int, float]:
     from django.db import transaction
 
     from consult.engine.protocols import EngineEvent
+    from consult.engine.vocab import EventKind
+    from consult.journal.numbering import events_append
     from consult.models import Consultation
-    from consult.services.consultations import _append_events
 
     with transaction.atomic():
         consultation = Consultation.objects.select_for_update().get(pk=consultation_id)
-        rows = _append_events(
-            consultation,
-            [
+        rows = events_append(
+            consultation=consultation,
+            events=[
                 EngineEvent(
-                    "critique",
+                    EventKind.CRITIQUE,
                     {
                         "reviewer": "safety",
                         "target": "treatment",

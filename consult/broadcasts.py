@@ -36,40 +36,28 @@ def _send(group: str, message: dict[str, Any]) -> None:
     async_to_sync(layer.group_send)(group, message)
 
 
-def board_events(*, event_keys: list[tuple[int, int]]) -> None:
-    """Send newly persisted events to the board's watchers, each with its fragment rendered
-    once here rather than once per watcher. Called after the commit, so a watcher that
-    missed one can always load it from the database instead."""
-    from consult.board_render import render_event_fragments
-
-    by_consultation: dict[int, list[int]] = {}
-    for consultation_id, seq in event_keys:
-        by_consultation.setdefault(consultation_id, []).append(seq)
-    for consultation_id, seqs in by_consultation.items():
+def board_events(
+    *, consultation_id: int, events: list[tuple[int, str, dict[str, Any] | None]]
+) -> None:
+    """Send newly persisted events to the board's watchers: each with its fragment, rendered
+    once by the broadcaster rather than once per watcher, and the event itself, which each
+    watcher folds into the board it keeps. Called after the commit, so a watcher that missed
+    one can always load it from the database instead."""
+    for seq, html, event in events:
         try:
-            fragments = render_event_fragments(consultation_id, seqs)
-        except Exception as exc:  # noqa: BLE001 - the events are saved; a reload renders them
-            # The type only: a traceback's values may quote clinical data.
-            logger.error(
-                "rendering board events of consultation %s failed (%s)",
-                consultation_id,
-                type(exc).__name__,
+            _send(
+                consultation_group(consultation_id),
+                {
+                    "type": "board.event",
+                    "consultation": consultation_id,
+                    "seq": seq,
+                    "html": html,
+                    "event": event,
+                },
             )
-            fragments = [(seq, "") for seq in seqs]
-        for seq, html in fragments:
-            try:
-                _send(
-                    consultation_group(consultation_id),
-                    {
-                        "type": "board.event",
-                        "consultation": consultation_id,
-                        "seq": seq,
-                        "html": html,
-                    },
-                )
-            except Exception:  # noqa: BLE001 - the event is saved; a reconnect replays it
-                logger.warning("broadcast of event %s#%s failed", consultation_id, seq)
-                return
+        except Exception:  # noqa: BLE001 - the event is saved; a reconnect replays it
+            logger.warning("broadcast of event %s#%s failed", consultation_id, seq)
+            return
 
 
 async def board_delta_async(*, consultation_id: int, role: str, round: int, text: str) -> None:

@@ -14,10 +14,10 @@ from django.db import DatabaseError
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
-from consult.board import Board, apply, build_board, dom_id, event_dict
-from consult.board_render import render_changes
 from consult.broadcasts import consultation_group, user_group
-from consult.models import ConsultationEvent
+from consult.journal.board import Board, apply, dom_id, event_dict, event_from_wire
+from consult.journal.render import render_events
+from consult.journal.selectors import consultation_board_get, consultation_events
 from consult.selectors import consultation_can_watch
 from mdtboard.accounts.selectors import user_must_set_up_mfa
 from mdtboard.accounts.sessions import session_seconds_left
@@ -216,7 +216,11 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
     """The live board of one consultation. Authorises like the board page, joins the
     consultation's group, and on the client's ``resume`` (its last sequence number) sends every
     persisted event after it, then each new one, in order and exactly once, as htmx
-    out-of-band fragments. Token deltas are relayed as they come and never persisted."""
+    out-of-band fragments. Token deltas are relayed as they come and never persisted.
+
+    The socket keeps the board as its client has seen it, folded once on resume and then
+    advanced by each relayed event, so that catching up after a missed event renders from it
+    rather than from a board folded again from the first event."""
 
     consultation_id: int = 0
     group: str | None = None
@@ -295,7 +299,9 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
         if after is None:
             return  # not ours: ignore rather than trust
         async with self.lock:
-            self.board = await database_sync_to_async(self._board_upto)(after)
+            self.board = await database_sync_to_async(consultation_board_get)(
+                consultation=self.consultation_id, upto=after
+            )
             self.sent = after
             await self._catch_up()
 
@@ -305,11 +311,13 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
         if not await self._still_allowed():
             return
         async with self.lock:
-            if event.get("html") and event["seq"] == self.sent + 1:
-                # The usual case: the next event, rendered once by the broadcaster.
+            if event.get("html") and event.get("event") and event["seq"] == self.sent + 1:
+                # The usual case: the next event, rendered once by the broadcaster; this
+                # socket's board takes it too, for when it falls behind.
                 await self.send(text_data=event["html"])
+                if self.board is not None:
+                    apply(self.board, event_from_wire(event["event"]))
                 self.sent = event["seq"]
-                self.board = None  # folded lazily if this watcher ever falls behind
                 return
             await self._catch_up()
 
@@ -323,29 +331,22 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
             text_data=f'<div id="{target}" hx-swap-oob="beforeend">{escape(event["text"])}</div>'
         )
 
-    def _board_upto(self, seq: int) -> Board:
-        events = ConsultationEvent.objects.filter(
-            consultation_id=self.consultation_id, seq__lte=seq
-        ).order_by("seq")
-        return build_board(self.consultation_id, [event_dict(e) for e in events])
-
     def _events_after(self, seq: int) -> list[dict[str, Any]]:
-        events = ConsultationEvent.objects.filter(
-            consultation_id=self.consultation_id, seq__gt=seq
-        ).order_by("seq")[:500]
+        events = consultation_events(consultation=self.consultation_id, after=seq)[:500]
         return [event_dict(e) for e in events]
 
     async def _catch_up(self) -> None:
         if self.sent is None:
             return  # nothing to catch up from before the client's resume
-        if self.board is None:
-            self.board = await database_sync_to_async(self._board_upto)(self.sent)
+        if self.board is None or self.board.last_seq != self.sent:
+            self.board = await database_sync_to_async(consultation_board_get)(
+                consultation=self.consultation_id, upto=self.sent
+            )
         while True:
             events = await database_sync_to_async(self._events_after)(self.sent)
             if not events:
                 return
             for event in events:
-                known_rounds = set(self.board.rounds)
-                changed = apply(self.board, event)
-                await self.send(text_data=render_changes(self.board, changed, event, known_rounds))
-                self.sent = event["seq"]
+                [(seq, html)] = render_events(self.board, [event])
+                await self.send(text_data=html)
+                self.sent = seq

@@ -8,7 +8,7 @@ from functools import cache
 from types import MappingProxyType
 
 from consult.casefile.fields import FIELDS
-from consult.engine.guideline import STAGING_LABELS
+from consult.engine.vocab import STAGING_LABELS
 
 DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
     {

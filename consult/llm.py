@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import logging
 import math
@@ -167,6 +168,34 @@ class LLMSettings:
                 env, "LLM_PRICE_COMPLETION_PER_1K", 0.0, allow_zero=True
             ),
         )
+
+
+# The variables LLMSettings.from_env reads.
+LLM_ENV = (
+    "OPENAI_BASE_URL",
+    "OPENAI_MODEL",
+    "OPENAI_API_KEY",
+    "OPENAI_ROLE_MODELS",
+    "OPENAI_TIMEOUT_S",
+    "OPENAI_MAX_RETRIES",
+    "LLM_TOKEN_BUDGET",
+    "LLM_COST_BUDGET_USD",
+    "LLM_PRICE_PROMPT_PER_1K",
+    "LLM_PRICE_COMPLETION_PER_1K",
+)
+
+
+def llm_settings() -> LLMSettings | None:
+    """The LLM endpoint of this process's environment, parsed once (every dossier page
+    asks whether there is one); a ValueError names a misconfigured variable."""
+    return _parsed(tuple(os.environ.get(name, "") for name in LLM_ENV))
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(values: tuple[str, ...]) -> LLMSettings | None:
+    # Keyed by the values themselves: a changed environment (a test, a reconfigured worker)
+    # is parsed afresh, never served stale.
+    return LLMSettings.from_env(dict(zip(LLM_ENV, values, strict=True)))
 
 
 def _env_str(env: Mapping[str, str], name: str) -> str:

@@ -5,15 +5,10 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from consult.engine.vocab import CANCER_TYPE_LABELS, CancerType
 from mdtboard.accounts.models import Team
 
-
-class CancerType(models.TextChoices):
-    HCC = "hcc", "Hepatocellular carcinoma"
-    LUNG_ADENOCARCINOMA = "lung_adenocarcinoma", "Lung adenocarcinoma"
-    BREAST = "breast", "Breast cancer"
-    LYMPHOMA = "lymphoma", "Lymphoma"
-    OTHER = "other", "Other"
+CANCER_TYPE_CHOICES = [(c.value, CANCER_TYPE_LABELS[c]) for c in CancerType]
 
 
 class Patient(models.Model):
@@ -54,7 +49,7 @@ class LesionDossier(models.Model):
 
     patient = models.ForeignKey(Patient, on_delete=models.PROTECT, related_name="dossiers")
     case_id = models.CharField(max_length=64)
-    cancer_type = models.CharField(max_length=32, choices=CancerType.choices)
+    cancer_type = models.CharField(max_length=32, choices=CANCER_TYPE_CHOICES)
     status = models.CharField(
         max_length=16, choices=DossierStatus.choices, default=DossierStatus.DRAFT
     )

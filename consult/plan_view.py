@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from consult.engine.guideline import PHASE_WORDS, RELEVANT_STAGING, STAGING_LABELS
+from consult.engine.guideline import PHASE_WORDS
+from consult.engine.vocab import RELEVANT_STAGING, STAGING_LABELS
 from consult.labels import fact_label
 
 PHASES = tuple(PHASE_WORDS.items())  # in time order

@@ -4,23 +4,21 @@ applicability rules as everywhere else, and hybrid search for ranked hits."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from django.db import connection
 
 from consult.engine.protocols import Evidence, EvidenceRequest, Retrieved
-from knowledge.applicability import case_facts, context_applies, missing_facts
-from knowledge.bundle import Context
-from knowledge.explain import failed_conditions, held_conditions
+from consult.evidence import unit_evidence
+from knowledge.applicability import case_facts
 from knowledge.models import UnitVersion
 from knowledge.selectors import Hit, published_versions, query_vectors, unit_search
 
 
 def _evidence(version: UnitVersion, facts: Mapping[str, Any]) -> Evidence:
-    context = Context.model_validate(version.content.get("context") or {})
     source = version.source
-    applies = context_applies(context, facts)
-    return Evidence(
+    return unit_evidence(
         unit_id=version.unit.key,
         kind=version.unit.kind,
         cancer_type=version.unit.cancer_type,
@@ -33,16 +31,16 @@ def _evidence(version: UnitVersion, facts: Mapping[str, Any]) -> Evidence:
         grade=f"{version.grade_system}: {version.grade_native}",
         grade_ordinal=version.grade_ordinal,
         content=version.content,
-        applies=applies,
-        missing=tuple(missing_facts(context, facts)),
-        held=held_conditions(context, facts),
-        failed=failed_conditions(context, facts) if applies is False else (),
+        facts=facts,
     )
 
 
-def _hit_evidence(hit: Hit, facts: Mapping[str, Any]) -> Evidence:
-    context = Context.model_validate(hit.content.get("context") or {})
-    return Evidence(
+def _ranked(hit: Hit, by_version: Mapping[int, Evidence], facts: Mapping[str, Any]) -> Evidence:
+    judged = by_version.get(hit.version_id)
+    if judged is not None:
+        return replace(judged, score=hit.score)
+    # Published between reading the scope and searching it.
+    return unit_evidence(
         unit_id=hit.unit_key,
         kind=hit.kind,
         cancer_type=hit.cancer_type,
@@ -55,9 +53,7 @@ def _hit_evidence(hit: Hit, facts: Mapping[str, Any]) -> Evidence:
         grade=f"{hit.grade_system}: {hit.grade_native}",
         grade_ordinal=hit.grade_ordinal,
         content=hit.content,
-        applies=hit.applies,
-        missing=tuple(missing_facts(context, facts)),
-        held=held_conditions(context, facts),
+        facts=facts,
         score=hit.score,
     )
 
@@ -92,12 +88,16 @@ class DbRetriever:
     ) -> dict[str, Retrieved]:
         facts = case_facts(case)
         kinds = sorted({kind for request in requests for kind in request.kinds})
-        in_scope = [
-            _evidence(version, facts)
-            for version in published_versions().filter(
+        # Each unit in scope is judged against the patient once, for every member: a ranked
+        # hit is the same evidence with its search score.
+        versions = list(
+            published_versions().filter(
                 unit__cancer_type__in=[cancer_type, "any"], unit__kind__in=kinds
             )
-        ]
+        )
+        in_scope = [_evidence(version, facts) for version in versions]
+        by_version = {e.version_id: e for e in in_scope}
+        judged = {v.pk: (v, by_version[v.pk].applies) for v in versions}
         searched = [request for request in requests if not request.everything]
         vectors = dict(
             zip(
@@ -124,12 +124,13 @@ class DbRetriever:
                 k=k,
                 case=case,
                 query_vector=vector,
+                judged=judged,
             )
             retrieved = Retrieved(
                 applicable=[
                     e for e in in_scope if e.kind in request.kinds and e.applies is not False
                 ],
-                hits=[_hit_evidence(hit, facts) for hit in hits],
+                hits=[_ranked(hit, by_version, facts) for hit in hits],
                 considered=[
                     e
                     for e in in_scope

@@ -10,14 +10,14 @@ from django.db.models import Count, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
+from consult.journal import lease
 from consult.models import (
     Consultation,
-    ConsultationEvent,
     ConsultationStatus,
     LesionDossier,
     Patient,
 )
-from consult.services.consultations import LEASE, LEASE_STALE_AFTER, QUEUED_STALE_AFTER
+from knowledge.cases import Case
 from mdtboard.accounts.models import Team
 from mdtboard.accounts.roles import Role, has_role, is_admin
 
@@ -113,15 +113,6 @@ def consultation_can_cancel(*, user: Any, consultation_id: int) -> bool:
     return is_admin(user) or (started_by is not None and started_by == user.pk)
 
 
-def consultation_events(
-    *, consultation: Consultation, after: int = 0, upto: int | None = None
-) -> QuerySet[ConsultationEvent]:
-    events = ConsultationEvent.objects.filter(consultation=consultation, seq__gt=after)
-    if upto is not None:
-        events = events.filter(seq__lte=upto)
-    return events.order_by("seq")
-
-
 def consultation_worker_silence(
     *, consultation: Consultation, now: datetime | None = None
 ) -> int | None:
@@ -133,10 +124,10 @@ def consultation_worker_silence(
         if consultation.lease_until is None:
             heard = consultation.started_at or consultation.created_at
         else:
-            heard = consultation.lease_until - LEASE  # the last renewal
-        stale_after = LEASE_STALE_AFTER
+            heard = consultation.lease_until - lease.LEASE  # the last renewal
+        stale_after = lease.LEASE_STALE_AFTER
     elif consultation.status == ConsultationStatus.QUEUED:
-        heard, stale_after = consultation.created_at, QUEUED_STALE_AFTER
+        heard, stale_after = consultation.created_at, lease.QUEUED_STALE_AFTER
     else:
         return None
     silence = now - heard
@@ -145,3 +136,18 @@ def consultation_worker_silence(
 
 def consultations_for_dossier(*, dossier: LesionDossier) -> QuerySet[Consultation]:
     return dossier.consultations.select_related("created_by").order_by("-created_at")
+
+
+class DossierCases:
+    """The dossiers a user may open, for the curator pages' retrieval diagnostics
+    (registered with knowledge.cases when the app starts)."""
+
+    def choices(self, *, user: Any) -> list[tuple[int, str]]:
+        return [
+            (d.pk, f"{d.case_id} – {d.patient.pseudonym} ({d.patient.team.name})")
+            for d in dossier_list(user=user)[:200]
+        ]
+
+    def get(self, *, user: Any, pk: int) -> Case:
+        dossier = dossier_get(user=user, pk=pk)
+        return Case(case_id=dossier.case_id, cancer_type=dossier.cancer_type, data=dossier.data)

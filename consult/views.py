@@ -12,7 +12,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from consult import selectors
-from consult.board import build_board, event_dict
 from consult.casefile.fields import SECTIONS, get_field
 from consult.casefile.schema import SCHEMA_PATH
 from consult.forms import (
@@ -28,6 +27,8 @@ from consult.forms import (
     small_count,
     to_text,
 )
+from consult.journal.board import STATUS_LINE_KINDS
+from consult.journal.selectors import consultation_board_get
 from consult.labels import fact_label
 from consult.presenters import case_sections
 from consult.review.selectors import dossier_worklist
@@ -345,8 +346,9 @@ def consultation_board(request: AuthedRequest, pk: int) -> HttpResponse:
     if not wants_fragment(request):
         # The open board's status poll (every 15 s) is the same viewing, recorded once.
         audit_record(action="consultation.board.view", actor=request.user, obj=consultation)
-    events = selectors.consultation_events(consultation=consultation)
-    board = build_board(consultation.pk, [event_dict(e) for e in events])
+    # The status line polls every 15 s: it reads only the events that line shows.
+    kinds = STATUS_LINE_KINDS if wants_fragment(request) else None
+    board = consultation_board_get(consultation=consultation, kinds=kinds)
     board.status = consultation.status  # the row is the authority on queued/running
     board.started_at, board.finished_at = consultation.started_at, consultation.finished_at
     context = {

@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from consult.engine.vocab import UnitCancerType, UnitKind
 from knowledge.calculators.preferences import DECLINE_TOPICS
 
 FORMAT_ID = "mdtboard.kb/1"
@@ -49,23 +50,6 @@ MAX_EXPANDED_SIZE = 20 * 1024 * 1024
 # 4 s and 203 MiB inside the YAML parser, before any check on the parsed value could run. A
 # real bundle merges a handful of keys per unit.
 MAX_MERGED_KEYS = 100_000
-
-
-class UnitKind(StrEnum):
-    STAGING_RULE = "staging_rule"
-    THERAPY_STEP = "therapy_step"
-    CONTRAINDICATION = "contraindication"
-    INTERACTION = "interaction"
-    ORGAN_FUNCTION_GATE = "organ_function_gate"
-    SURVEILLANCE_INTERVAL = "surveillance_interval"
-
-
-class CancerType(StrEnum):
-    HCC = "hcc"
-    LUNG_ADENOCARCINOMA = "lung_adenocarcinoma"
-    BREAST = "breast"
-    LYMPHOMA = "lymphoma"
-    ANY = "any"  # e.g. a drug-drug interaction that holds whatever the cancer
 
 
 class Severity(StrEnum):
@@ -442,7 +426,7 @@ class UnitSpec(_Strict):
     key: Annotated[str, Field(pattern=KEY_PATTERN)]
     source: Annotated[str, Field(pattern=KEY_PATTERN)]
     kind: UnitKind
-    cancer_type: CancerType
+    cancer_type: UnitCancerType
     title: Annotated[str, Field(min_length=3, max_length=200)]
     text: Annotated[str, Field(min_length=10, max_length=2000)]
     anchor: Annotated[str, Field(min_length=1, max_length=200)]

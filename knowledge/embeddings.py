@@ -60,10 +60,34 @@ class LocalMiniLM:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        vectors = self._load().encode(
+        model = self._load()
+        if len(texts) > SMALL_BATCH:
+            return self._encode(model, texts)
+        # A consultation's retrieval queries (one per member) are a tiny batch on its critical
+        # path: spread over torch's intra-op threads they spend their time synchronising, and
+        # on a busy machine (two workers on two cores) took 430-1070 ms for five queries where
+        # one thread took 95-135 ms. Bulk embedding keeps every thread.
+        import torch
+
+        with _SMALL_BATCHES:
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                return self._encode(model, texts)
+            finally:
+                torch.set_num_threads(threads)
+
+    @staticmethod
+    def _encode(model: Any, texts: Sequence[str]) -> list[list[float]]:
+        vectors = model.encode(
             list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False
         )
         return [[float(x) for x in row] for row in vectors]
+
+
+# Batches of at most this many texts are encoded on one thread (LocalMiniLM.embed).
+SMALL_BATCH = 16
+_SMALL_BATCHES = threading.Lock()
 
 
 class OpenAICompatibleEmbeddings:

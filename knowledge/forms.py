@@ -10,10 +10,9 @@ from typing import Any, cast
 from django import forms
 from pydantic import ValidationError
 
+from consult.engine.vocab import UnitCancerType, UnitKind
 from knowledge.bundle import (
-    CancerType,
     SourceSpec,
-    UnitKind,
     UnitSpec,
     nesting_error,
     unit_content,
@@ -23,7 +22,7 @@ from knowledge.models import GuidelineSource, VersionStatus
 from knowledge.services import HOTFIX_REASON
 
 KIND_CHOICES = [(k.value, k.value.replace("_", " ")) for k in UnitKind]
-CANCER_CHOICES = [(c.value, c.value.replace("_", " ")) for c in CancerType]
+CANCER_CHOICES = [(c.value, c.value.replace("_", " ")) for c in UnitCancerType]
 GRADE_ORDINALS = [
     ("1", "1 – strongest (e.g. NCCN category 1, ESMO I/A)"),
     ("2", "2"),
@@ -353,7 +352,7 @@ _SAFETY = {
     "advice": "",
 }
 _KINDS = frozenset(k.value for k in UnitKind)
-_CANCER_TYPES = frozenset(c.value for c in CancerType)
+_CANCER_TYPES = frozenset(c.value for c in UnitCancerType)
 ACTION_SKELETONS: dict[str, dict[str, Any]] = {
     UnitKind.THERAPY_STEP: _THERAPY,
     UnitKind.CONTRAINDICATION: _SAFETY,

@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
-from knowledge.bundle import CancerType, UnitKind
+from consult.engine.vocab import UnitCancerType, UnitKind
 
 EMBEDDING_DIM = 384  # all-MiniLM-L6-v2; an endpoint model must be configured to this size
 
@@ -37,7 +37,9 @@ class KnowledgeUnit(models.Model):
 
     key = models.CharField(max_length=80, unique=True)
     kind = models.CharField(max_length=32, choices=[(k.value, k.value) for k in UnitKind])
-    cancer_type = models.CharField(max_length=32, choices=[(c.value, c.value) for c in CancerType])
+    cancer_type = models.CharField(
+        max_length=32, choices=[(c.value, c.value) for c in UnitCancerType]
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+"
     )

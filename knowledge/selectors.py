@@ -20,17 +20,15 @@ from django.db import connection, transaction
 from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from pgvector.django import CosineDistance
 
+from consult.engine.vocab import SAFETY_KINDS, UnitKind
 from knowledge.applicability import Truth, case_facts, context_applies
-from knowledge.bundle import Context, UnitKind
+from knowledge.bundle import Context
 from knowledge.embeddings import get_provider
 from knowledge.models import GuidelineSource, UnitEmbedding, UnitVersion, VersionStatus
 
 logger = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "dense", "keyword"]
-SAFETY_KINDS = frozenset(
-    {UnitKind.CONTRAINDICATION, UnitKind.INTERACTION, UnitKind.ORGAN_FUNCTION_GATE}
-)
 KEYWORD_RANK_CAP = 500
 _WORD = re.compile(r"[a-z0-9]+(?:[-/][a-z0-9]+)*")
 
@@ -183,8 +181,13 @@ def unit_search(
     keyword_weight: float | None = None,
     candidates: int = 30,
     query_vector: list[float] | None = None,
+    judged: Mapping[int, tuple[UnitVersion, Truth]] | None = None,
 ) -> list[Hit]:
-    """Top ``k`` published units for ``query``, each with its provenance and scores."""
+    """Top ``k`` published units for ``query``, each with its provenance and scores.
+
+    ``judged`` (with ``case``): the published versions in scope, already loaded and judged
+    against the case, by id: a caller searching for several queries over the same case loads
+    and judges each unit once instead of once per query."""
     wd = settings.RETRIEVAL_DENSE_WEIGHT if dense_weight is None else dense_weight
     wk = settings.RETRIEVAL_KEYWORD_WEIGHT if keyword_weight is None else keyword_weight
     if mode == "dense":
@@ -215,7 +218,13 @@ def unit_search(
     # Load the full rows of the best candidates only; with a case, applicability may drop
     # many, so then load them all.
     wanted = ranked if facts is not None else ranked[: 3 * k + 10]
-    versions = published_versions().in_bulk(wanted)
+    if judged is not None and facts is not None:
+        versions = {pk: judged[pk][0] for pk in wanted if pk in judged}
+        missing = [pk for pk in wanted if pk not in judged]
+        if missing:  # published since the caller read its scope
+            versions.update(published_versions().in_bulk(missing))
+    else:
+        versions = published_versions().in_bulk(wanted)
     hits: list[Hit] = []
     for pk in wanted:
         d, kw = scored[pk]
@@ -224,7 +233,11 @@ def unit_search(
             continue
         applies: Truth = None
         if facts is not None:
-            applies = context_applies(Context.model_validate(version.content["context"]), facts)
+            if judged is not None and pk in judged:
+                applies = judged[pk][1]
+            else:
+                context = Context.model_validate(version.content["context"])
+                applies = context_applies(context, facts)
             if applies is False:
                 continue
         hits.append(_hit(version, d, kw, wd * d + wk * kw, applies))

@@ -24,6 +24,7 @@ from django.db.models import Value
 from django.utils import timezone
 from pydantic import ValidationError
 
+from consult.engine.vocab import SAFETY_KINDS
 from knowledge.bundle import (
     FORMAT_ID,
     Bundle,
@@ -44,7 +45,6 @@ from knowledge.models import (
     UnitVersion,
     VersionStatus,
 )
-from knowledge.selectors import SAFETY_KINDS
 from mdtboard.accounts.roles import Role, has_role, is_admin
 from mdtboard.audit.services import audit_record
 

@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from consult import selectors as consult_selectors
+from knowledge.cases import case_source
 from knowledge.embeddings import EmbeddingError
 from knowledge.forms import (
     EMPTY_CONTEXT,
@@ -508,20 +508,18 @@ def bundle_export_yaml(request: AuthedRequest) -> HttpResponse:
 @vary_on_htmx
 def diagnostics(request: AuthedRequest) -> HttpResponse:
     # A curator never opens a dossier: only a clinician or administrator is offered one.
+    cases = case_source()
     dossiers = None
-    if has_role(request.user, Role.CLINICIAN, Role.ADMIN):
-        dossiers = [
-            (d.pk, f"{d.case_id} – {d.patient.pseudonym} ({d.patient.team.name})")
-            for d in consult_selectors.dossier_list(user=request.user)[:200]
-        ]
+    if cases is not None and has_role(request.user, Role.CLINICIAN, Role.ADMIN):
+        dossiers = cases.choices(user=request.user)
     form = DiagnosticsForm(request.GET or None, dossiers=dossiers)
     hits: list[Hit] = []
     result: Arbitrated | None = None
     dossier = None
     if form.is_valid():
         data = form.cleaned_data
-        if data.get("dossier"):
-            dossier = consult_selectors.dossier_get(user=request.user, pk=data["dossier"])
+        if data.get("dossier") and cases is not None:
+            dossier = cases.get(user=request.user, pk=data["dossier"])
         try:
             hits = unit_search(
                 query=data["q"],

@@ -6,11 +6,15 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from mdtboard.bootstrap import embedded_servers
+
 # A server or worker started without DJANGO_SETTINGS_MODULE gets the production settings
 # (which refuse to start without their secrets), never the development ones with DEBUG on.
 # `make run` and manage.py choose the development settings explicitly.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mdtboard.settings.production")
 
+# The embedded servers (if no real ones are configured) before the settings are read.
+embedded_servers()
 # Django must be set up before anything imports models (the routing does, through consumers).
 django_asgi_app = get_asgi_application()
 

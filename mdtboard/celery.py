@@ -65,5 +65,16 @@ for _scheme in ("redis", "rediss"):
     kombu_transports._transport_cache.pop(_scheme, None)
 
 app = Celery("mdtboard")
+
+
+def _embedded_servers(**_: Any) -> None:
+    """A worker (or any process that sends a task) reads Django's settings for its broker
+    here first: the embedded servers must be up, and their addresses known, before that."""
+    from mdtboard.bootstrap import embedded_servers
+
+    embedded_servers()
+
+
+app.on_configure.connect(_embedded_servers, weak=False)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()

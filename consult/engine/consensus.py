@@ -24,6 +24,7 @@ from consult.engine.schemas import (
     RejectedOption,
     RoleReport,
 )
+from consult.engine.vocab import CORE_ROLES
 
 ALPHA, BETA, GAMMA = 0.3, 0.5, 0.2
 KEEP_THRESHOLD = 0.5
@@ -40,7 +41,7 @@ def case_weights(
     surveillance-heavy situation lifts Monitoring."""
     weights = {role: 1.0 for role in panel}
     for role in panel:
-        if role not in ("diagnostic", "treatment", "safety", "monitoring"):
+        if role not in CORE_ROLES:
             weights[role] = 0.5  # specialists advise; the core roles decide
     missing_staging = sum(1 for value in staging.values() if value is None)
     if missing_staging:

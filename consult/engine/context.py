@@ -14,8 +14,8 @@ from consult.engine.schemas import (
     ResidualContext,
     RoleReport,
 )
+from consult.engine.vocab import SAFETY_KINDS
 
-CORE_ROLES = ("diagnostic", "treatment", "safety", "monitoring")
 SPECIALISTS = {
     "hepatology": "liver function, portal hypertension and viral hepatitis",
     "interventional_radiology": "ablation and transarterial therapies",
@@ -30,7 +30,7 @@ SPECIALISTS = {
 ROLE_KINDS: dict[str, tuple[str, ...]] = {
     "diagnostic": ("staging_rule",),
     "treatment": ("therapy_step",),
-    "safety": ("contraindication", "interaction", "organ_function_gate"),
+    "safety": SAFETY_KINDS,
     "monitoring": ("surveillance_interval",),
     "hepatology": ("organ_function_gate", "contraindication", "therapy_step"),
     "interventional_radiology": ("therapy_step", "contraindication"),

@@ -42,6 +42,7 @@ from consult.engine.protocols import (
     PastCase,
     Retrieved,
     Retriever,
+    Step,
     StepResult,
     StepStore,
     Usage,
@@ -70,10 +71,10 @@ from consult.engine.schemas import (
     Synthesis,
     Vote,
 )
+from consult.engine.vocab import SAFETY_KINDS, STAGING_KEYS, EventKind, StepKind
 
 MAX_ROUNDS_CAP = 5
 _EMPTY = RoleReport(conclusion="", confidence=0)
-SAFETY_KINDS = ("contraindication", "interaction", "organ_function_gate")
 PHASES = ("acute_0_3m", "intermediate_3_12m", "long_term_12m_plus")
 
 
@@ -167,15 +168,15 @@ class Deliberation:
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    async def _step(self, key: str, run: Callable[[], Awaitable[StepResult]]) -> dict[str, Any]:
-        done = await self.store.load(key)
+    async def _step(self, step: Step, run: Callable[[], Awaitable[StepResult]]) -> dict[str, Any]:
+        done = await self.store.load(step)
         if done is not None:
             return done
         if await self.store.cancelled():
             raise Cancelled
-        step = await run()
-        await self.store.commit(key, step)
-        return step.result
+        result = await run()
+        await self.store.commit(step, result)
+        return result.result
 
     def _time_left(self) -> bool:
         return self.clock() < self.deadline
@@ -195,17 +196,17 @@ class Deliberation:
                 "cancer_type": self.cancer,
                 "staging_keys": list(guideline.relevant_staging(self.state.case)),
             }
-            return StepResult(payload, [EngineEvent("intake", payload)])
+            return StepResult(payload, [EngineEvent(EventKind.INTAKE, payload)])
 
-        await self._step("intake", run)
+        await self._step(Step(StepKind.INTAKE), run)
 
     async def _triage(self) -> None:
         async def run() -> StepResult:
             t = guideline.triage(dict(self.state.case), dict(self.state.facts))
             payload = {"panel": list(t.panel), "specialists": t.specialists, "simple": t.simple}
-            return StepResult(payload, [EngineEvent("triage", payload)])
+            return StepResult(payload, [EngineEvent(EventKind.TRIAGE, payload)])
 
-        result = await self._step("triage", run)
+        result = await self._step(Step(StepKind.TRIAGE), run)
         self.state.triage = Triage(
             tuple(result["panel"]), dict(result["specialists"]), bool(result["simple"])
         )
@@ -245,7 +246,7 @@ class Deliberation:
     async def _retrieve_panel(self, panel: Sequence[str]) -> None:
         """The whole panel's evidence in one retriever call, then one step per role."""
         requests = self._requests(panel)
-        pending = [r for r in requests if await self.store.load(f"retrieval.{r.role}") is None]
+        pending = [r for r in requests if await self.store.load(Step.retrieval(r.role)) is None]
         fetched: dict[str, Retrieved] = {}
         if pending:
             if await self.store.cancelled():
@@ -267,7 +268,7 @@ class Deliberation:
             if role == "treatment":
                 payload["considered"] = [_evidence_to_dict(e) for e in found.considered]
             event = EngineEvent(
-                "retrieval",
+                EventKind.RETRIEVAL,
                 {
                     "query": request.query,
                     "hits": [
@@ -288,7 +289,7 @@ class Deliberation:
             )
             return StepResult(payload, [event])
 
-        result = await self._step(f"retrieval.{role}", run)
+        result = await self._step(Step.retrieval(role), run)
         self.state.evidence[role] = [_evidence_from_dict(d) for d in result["evidence"]]
         if role == "treatment":
             self.state.considered = [_evidence_from_dict(d) for d in result.get("considered") or ()]
@@ -327,7 +328,7 @@ class Deliberation:
             report, ungrounded = ground_report(answer.value, self.state.evidence[role])
             events = [
                 EngineEvent(
-                    "message",
+                    EventKind.MESSAGE,
                     {
                         "report": report.model_dump(),
                         "fallback": answer.fallback,
@@ -339,10 +340,12 @@ class Deliberation:
             ]
             if ungrounded:
                 events.append(
-                    EngineEvent("grounding", {"ungrounded": ungrounded}, role=role, round=round_no)
+                    EngineEvent(
+                        EventKind.GROUNDING, {"ungrounded": ungrounded}, role=role, round=round_no
+                    )
                 )
             events += [
-                EngineEvent("evidence.node", node, role=role, round=round_no)
+                EngineEvent(EventKind.EVIDENCE_NODE, node, role=role, round=round_no)
                 for node in tree_nodes(
                     role, round_no, report, self.state.evidence[role], ungrounded
                 )
@@ -354,7 +357,7 @@ class Deliberation:
                 answer.fallback,
             )
 
-        result = await self._step(f"r{round_no}.report.{role}", run)
+        result = await self._step(Step.report(round_no, role), run)
         self.state.reports[role] = RoleReport.model_validate(result["report"])
         self.state.history.append(self.state.reports[role])
         self.state.ungrounded[role] = {
@@ -382,9 +385,9 @@ class Deliberation:
                 "fallback": answer.fallback,
             }
             events = [
-                EngineEvent("critique", payload, role=reviewer, round=round_no),
+                EngineEvent(EventKind.CRITIQUE, payload, role=reviewer, round=round_no),
                 EngineEvent(
-                    "evidence.node",
+                    EventKind.EVIDENCE_NODE,
                     {
                         "id": f"r{round_no}.{reviewer}>{target}",
                         "parent": f"r{round_no}.{target}.h",
@@ -400,7 +403,7 @@ class Deliberation:
             ]
             return StepResult(payload, events, answer.usage, answer.fallback)
 
-        result = await self._step(f"r{round_no}.review.{reviewer}.{target}", run)
+        result = await self._step(Step.review(round_no, reviewer, target), run)
         self.state.critiques.append(
             (reviewer, target, CrossReview.model_validate(result["review"]))
         )
@@ -434,10 +437,13 @@ class Deliberation:
             synthesis: Synthesis = answer.value
             events = [
                 EngineEvent(
-                    "residual", synthesis.residual.model_dump(), role="coordinator", round=round_no
+                    EventKind.RESIDUAL,
+                    synthesis.residual.model_dump(),
+                    role="coordinator",
+                    round=round_no,
                 ),
                 EngineEvent(
-                    "draft",
+                    EventKind.DRAFT,
                     {
                         **synthesis.draft.model_dump(),
                         "support": consensus.support,
@@ -447,7 +453,7 @@ class Deliberation:
                     round=round_no,
                 ),
             ] + [
-                EngineEvent("conflict", c.model_dump(), role="coordinator", round=round_no)
+                EngineEvent(EventKind.CONFLICT, c.model_dump(), role="coordinator", round=round_no)
                 for c in conflicts
             ]
             return StepResult(
@@ -461,7 +467,7 @@ class Deliberation:
                 answer.fallback,
             )
 
-        result = await self._step(f"r{round_no}.synthesis", run)
+        result = await self._step(Step.synthesis(round_no), run)
         self.state.synthesis = Synthesis.model_validate(result["synthesis"])
         self.state.residuals.append(self.state.synthesis.residual)
         round_conflicts = [ConflictRecord.model_validate(c) for c in result["conflicts"]]
@@ -485,12 +491,12 @@ class Deliberation:
             payload = {"vote": vote.model_dump(), "fallback": answer.fallback}
             return StepResult(
                 payload,
-                [EngineEvent("vote", payload, role=role, round=round_no)],
+                [EngineEvent(EventKind.VOTE, payload, role=role, round=round_no)],
                 answer.usage,
                 answer.fallback,
             )
 
-        result = await self._step(f"r{round_no}.vote.{role}", run)
+        result = await self._step(Step.vote(round_no, role), run)
         return Vote.model_validate(result["vote"])
 
     async def _round(
@@ -535,10 +541,11 @@ class Deliberation:
                 "votes": {r: v.agree for r, v in zip(panel, votes, strict=True)},
             }
             return StepResult(
-                payload, [EngineEvent("consensus", payload, role="coordinator", round=round_no)]
+                payload,
+                [EngineEvent(EventKind.CONSENSUS, payload, role="coordinator", round=round_no)],
             )
 
-        result = await self._step(f"r{round_no}.consensus", run)
+        result = await self._step(Step.consensus(round_no), run)
         return bool(result["stop"])
 
     # --- 9-11: gate, review, plan ---------------------------------------------------------------
@@ -588,15 +595,16 @@ class Deliberation:
                 "cited": outcome.cited,
             }
             events = [
-                EngineEvent("gate", g.model_dump(), role="safety_gate") for g in outcome.gates
+                EngineEvent(EventKind.GATE, g.model_dump(), role="safety_gate")
+                for g in outcome.gates
             ]
             events += [
-                EngineEvent("conflict", c.model_dump(), role="safety_gate")
+                EngineEvent(EventKind.CONFLICT, c.model_dump(), role="safety_gate")
                 for c in outcome.conflicts
             ]
             return StepResult(payload, events)
 
-        gate = await self._step("gate", gate_run)
+        gate = await self._step(Step(StepKind.GATE), gate_run)
 
         async def plan_run() -> StepResult:
             plan = self._assemble(gate)
@@ -604,12 +612,12 @@ class Deliberation:
             # review event: needs_data is the patient data the board needs.
             review = final_review(plan)
             events = [
-                EngineEvent("review", review, role="final_reviewer"),
-                EngineEvent("plan", plan.model_dump(mode="json"), role="coordinator"),
+                EngineEvent(EventKind.REVIEW, review, role="final_reviewer"),
+                EngineEvent(EventKind.PLAN, plan.model_dump(mode="json"), role="coordinator"),
             ]
             return StepResult({"plan": plan.model_dump(mode="json")}, events)
 
-        result = await self._step("plan", plan_run)
+        result = await self._step(Step(StepKind.PLAN), plan_run)
         return Plan.model_validate(result["plan"])
 
     async def _gate_units(self, retrieved: Sequence[Evidence]) -> list[Evidence]:
@@ -688,21 +696,7 @@ class Deliberation:
         return Plan(
             case_id=str(self.state.case.get("case_id") or ""),
             engine=self.provider.name,
-            staging={
-                k: self.state.staging.get(k)
-                for k in (
-                    "child_pugh_score",
-                    "child_pugh_class",
-                    "albi_grade",
-                    "bclc",
-                    "tnm_stage",
-                    "breast_subtype",
-                    "ann_arbor_stage",
-                    "ipi",
-                    "cns_ipi",
-                    "flipi",
-                )
-            },
+            staging={k: self.state.staging.get(k) for k in STAGING_KEYS},
             recommendation=Recommendation(
                 summary=summary,
                 intent=intent,

@@ -37,31 +37,14 @@ from consult.engine.schemas import (
     Synthesis,
     Vote,
 )
+from consult.engine.vocab import CORE_ROLES, RELEVANT_STAGING, STAGING_LABELS
 
 ENGINE_NAME = "guideline-engine"
 GRADE_CONFIDENCE = {1: 0.95, 2: 0.88, 3: 0.8, 4: 0.7, 5: 0.6}
-STAGING_LABELS = {
-    "child_pugh_score": "Child–Pugh score",
-    "child_pugh_class": "Child–Pugh class",
-    "albi_grade": "ALBI grade",
-    "bclc": "BCLC stage",
-    "tnm_stage": "AJCC 8 stage",
-    "breast_subtype": "subtype",
-    "ann_arbor_stage": "Ann Arbor stage",
-    "ipi": "IPI",
-    "cns_ipi": "CNS-IPI",
-    "flipi": "FLIPI",
-}
 PHASE_WORDS = {
     "acute_0_3m": "Acute (0–3 months)",
     "intermediate_3_12m": "Intermediate (3–12 months)",
     "long_term_12m_plus": "Long term (over 12 months)",
-}
-RELEVANT_STAGING = {
-    "hcc": ("bclc", "child_pugh_class", "child_pugh_score", "albi_grade"),
-    "lung_adenocarcinoma": ("tnm_stage",),
-    "breast": ("tnm_stage", "breast_subtype"),
-    "lymphoma": ("ann_arbor_stage", "ipi", "cns_ipi"),
 }
 
 
@@ -135,7 +118,7 @@ def triage(case: dict[str, object], facts: dict[str, object]) -> Triage:
         chosen["radiation_oncology"] = f"{brain} brain metastases"
     simple = not chosen
     return Triage(
-        panel=("diagnostic", "treatment", "safety", "monitoring", *chosen),
+        panel=(*CORE_ROLES, *chosen),
         specialists=chosen,
         simple=simple,
     )

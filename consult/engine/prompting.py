@@ -6,8 +6,10 @@ import hashlib
 from functools import cache
 from pathlib import Path
 
+from consult.engine.vocab import CORE_ROLES
+
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
-ROLE_PROMPTS = ("diagnostic", "treatment", "safety", "monitoring")
+ROLE_PROMPTS = CORE_ROLES
 ALL_PROMPTS = (*ROLE_PROMPTS, "specialist", "reviewer", "coordinator", "voter", "common")
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 from pydantic import BaseModel
+
+from consult.engine.vocab import COORDINATOR, EventKind, StepKind
 
 
 @dataclass(frozen=True)
@@ -139,12 +141,65 @@ class LLM(Protocol):
 
 @dataclass
 class EngineEvent:
-    """Something that happened, for the board and the record. ``kind`` is dotted."""
+    """Something that happened, for the board and the record."""
 
-    kind: str
+    kind: EventKind
     payload: dict[str, Any]
     role: str = ""
     round: int = 0
+
+
+@dataclass(frozen=True)
+class Step:
+    """Which step of the protocol: its kind, round and member (and the member a review is
+    about). The journal stores one row per step under its ``key``, the name a resumed run
+    looks it up by: the key's format is the one runs have been saved with, so a run
+    interrupted by an upgrade resumes after it."""
+
+    kind: StepKind
+    round: int = 0
+    role: str = ""
+    target: str = ""
+
+    @property
+    def key(self) -> str:
+        match self.kind:
+            case StepKind.INTAKE | StepKind.TRIAGE | StepKind.GATE | StepKind.PLAN:
+                return str(self.kind)
+            case StepKind.RETRIEVAL:
+                return f"retrieval.{self.role}"
+            case StepKind.REPORT | StepKind.VOTE:
+                return f"r{self.round}.{self.kind}.{self.role}"
+            case StepKind.REVIEW:
+                return f"r{self.round}.review.{self.role}.{self.target}"
+            case StepKind.SYNTHESIS | StepKind.CONSENSUS:
+                return f"r{self.round}.{self.kind}"
+            case _:
+                assert_never(self.kind)
+
+    @classmethod
+    def retrieval(cls, role: str) -> Step:
+        return cls(StepKind.RETRIEVAL, role=role)
+
+    @classmethod
+    def report(cls, round_no: int, role: str) -> Step:
+        return cls(StepKind.REPORT, round_no, role)
+
+    @classmethod
+    def review(cls, round_no: int, reviewer: str, target: str) -> Step:
+        return cls(StepKind.REVIEW, round_no, reviewer, target)
+
+    @classmethod
+    def synthesis(cls, round_no: int) -> Step:
+        return cls(StepKind.SYNTHESIS, round_no, COORDINATOR)
+
+    @classmethod
+    def vote(cls, round_no: int, role: str) -> Step:
+        return cls(StepKind.VOTE, round_no, role)
+
+    @classmethod
+    def consensus(cls, round_no: int) -> Step:
+        return cls(StepKind.CONSENSUS, round_no, COORDINATOR)
 
 
 @dataclass
@@ -158,11 +213,11 @@ class StepResult:
 
 
 class StepStore(Protocol):
-    async def load(self, key: str) -> dict[str, Any] | None:
+    async def load(self, step: Step) -> dict[str, Any] | None:
         """The journaled result of a completed step, or None: resumption skips done work."""
         ...
 
-    async def commit(self, key: str, step: StepResult) -> None:
+    async def commit(self, step: Step, result: StepResult) -> None:
         """Persist the step's result and events atomically (events get sequence numbers)."""
         ...
 
@@ -182,14 +237,14 @@ class MemoryStore:
         self.deltas: list[tuple[str, int, str]] = []
         self.cancel = False
 
-    async def load(self, key: str) -> dict[str, Any] | None:
-        return self.steps.get(key)
+    async def load(self, step: Step) -> dict[str, Any] | None:
+        return self.steps.get(step.key)
 
-    async def commit(self, key: str, step: StepResult) -> None:
-        if key in self.steps:
-            raise RuntimeError(f"step {key} committed twice")
-        self.steps[key] = step.result
-        self.events.extend(step.events)
+    async def commit(self, step: Step, result: StepResult) -> None:
+        if step.key in self.steps:
+            raise RuntimeError(f"step {step.key} committed twice")
+        self.steps[step.key] = result.result
+        self.events.extend(result.events)
 
     async def delta(self, *, role: str, round: int, text: str) -> None:
         self.deltas.append((role, round, text))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
-from consult.models import CancerType
+from consult.engine.vocab import CANCER_TYPE_LABELS
 from consult.rating import charts
 from consult.rating.models import Assignment, LLMRating, Packet, Rating, Study
 from consult.rating.rubric import DIMENSION_KEYS, DIMENSION_LABELS, HIGH_SCORE
@@ -42,7 +42,7 @@ from mdtboard.accounts.models import User
 
 ARMS = ("system", "comparator")
 COMPOSITE = "composite"
-CANCER_LABELS = dict(CancerType.choices)
+CANCER_LABELS: dict[str, str] = {str(c): label for c, label in CANCER_TYPE_LABELS.items()}
 
 
 @dataclass

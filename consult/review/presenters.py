@@ -17,7 +17,8 @@ from typing import Any
 from django.urls import reverse
 
 from consult.casefile.fields import FIELDS, get_field
-from consult.engine.guideline import PHASE_WORDS, RELEVANT_STAGING, STAGING_LABELS
+from consult.engine.guideline import PHASE_WORDS
+from consult.engine.vocab import RELEVANT_STAGING, STAGING_LABELS
 from consult.labels import fact_label
 from consult.plan_view import MODALITIES
 

@@ -7,12 +7,9 @@ from typing import Any
 from django.db import transaction
 
 from consult.casefile.validate import parse_case_bytes
+from consult.journal.broadcaster import broadcasts_drain
 from consult.models import Consultation, LesionDossier
-from consult.services.consultations import (
-    broadcasts_drain,
-    consultation_run,
-    consultation_start,
-)
+from consult.services.consultations import consultation_run, consultation_start
 from consult.services.dossiers import DossierError, dossier_create, dossier_submit, dossier_update
 from mdtboard.accounts.models import Team, User
 from mdtboard.accounts.roles import Role

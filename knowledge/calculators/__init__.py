@@ -6,9 +6,10 @@ required input gives ``value=None`` and names the dotted path in ``inputs_missin
 
 from __future__ import annotations
 
+from consult.engine.vocab import STAGING_KEYS
 from knowledge.calculators._common import CalcResult, CalcValue, FactValue
 from knowledge.calculators.breast import breast_subtype
-from knowledge.calculators.derive import STAGING_KEYS, derive_all, staging_summary
+from knowledge.calculators.derive import derive_all, staging_summary
 from knowledge.calculators.liver import (
     albi_grade,
     albi_grade_for,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from consult.engine.vocab import STAGING_KEYS
 from knowledge.calculators._common import CalcResult, CalcValue, lookup
 from knowledge.calculators.breast import adjuvant_cdk46, breast_subtype
 from knowledge.calculators.dosing import (
@@ -81,20 +82,6 @@ from knowledge.calculators.transplant import (
 )
 
 Calculator = Callable[[Mapping[str, Any]], CalcResult]
-
-# Keys of the mdtboard.plan/1 "staging" object, in the order the format lists them.
-STAGING_KEYS: Final = (
-    "child_pugh_score",
-    "child_pugh_class",
-    "albi_grade",
-    "bclc",
-    "tnm_stage",
-    "breast_subtype",
-    "ann_arbor_stage",
-    "ipi",
-    "cns_ipi",
-    "flipi",
-)
 
 # Kidney function matters for drug dosing in every cancer type.
 RENAL: Final[dict[str, Calculator]] = {

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from knowledge.bundle import CancerType, UnitKind
+from consult.engine.vocab import UnitCancerType, UnitKind
 
 # --- grade labels ---------------------------------------------------------------------------
 # Each pattern matches a label verbatim; the earliest match in a statement wins (ties go to
@@ -257,10 +257,10 @@ _CANCER: Final = re.compile(
     r"(?P<lymphoma>lymphomas?|dlbcl|hodgkin|r-chop))\b"
 )
 _CANCER_VALUE: Final = {
-    "hcc": CancerType.HCC.value,
-    "lung": CancerType.LUNG_ADENOCARCINOMA.value,
-    "breast": CancerType.BREAST.value,
-    "lymphoma": CancerType.LYMPHOMA.value,
+    "hcc": UnitCancerType.HCC.value,
+    "lung": UnitCancerType.LUNG_ADENOCARCINOMA.value,
+    "breast": UnitCancerType.BREAST.value,
+    "lymphoma": UnitCancerType.LYMPHOMA.value,
 }
 
 
@@ -290,5 +290,5 @@ def suggest_cancer_type(
         if named:
             return value
     if kind == UnitKind.INTERACTION.value:
-        return CancerType.ANY.value
+        return UnitCancerType.ANY.value
     return None

@@ -64,7 +64,7 @@ class Candidate:
     "Header: value | Header: value"). ``native_grade`` is a grade label copied verbatim.
     ``suggested_kind`` and ``suggested_cancer_type`` are keyword-rule guesses for the
     curator, values of :class:`~knowledge.bundle.UnitKind` and
-    :class:`~knowledge.bundle.CancerType`. ``fingerprint`` depends on the text alone, so a
+    :class:`~consult.engine.vocab.UnitCancerType`. ``fingerprint`` depends on the text alone, so a
     re-import recognises an unchanged statement even when it moved.
     """
 

@@ -1,4 +1,8 @@
-"""Settings shared by every environment, read from the environment (django-environ)."""
+"""Settings shared by every environment, read from the environment (django-environ).
+
+Parsing only: nothing here starts a server. The embedded PostgreSQL and Redis (used when
+DATABASE_URL / REDIS_URL are not set) are started by mdtboard.bootstrap before the settings
+load, and their addresses arrive here through the environment like everything else."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import django_stubs_ext
 import environ
 from kombu.entity import Queue
 
-from mdtboard import __version__, embedded
+from mdtboard import __version__, bootstrap
 
 # Lets admin classes be written ModelAdmin[Model] for the type checker at run time too.
 django_stubs_ext.monkeypatch()
@@ -103,10 +107,17 @@ if not DATABASE_EMBEDDED:
         env.db_url("DATABASE_OWNER_URL") if env.str("DATABASE_OWNER_URL", default="") else None
     )
 else:
-    _owner_uri = embedded.ensure_postgres(VAR_DIR, database=env.str("MDTBOARD_DB_NAME", "mdtboard"))
-    embedded.ensure_app_role(VAR_DIR)
-    DATABASES = {"default": env.db_url_config(embedded.app_role_uri(_owner_uri))}
-    DATABASE_OWNER = env.db_url_config(_owner_uri)
+    # Where mdtboard.bootstrap started it (the owner's address, and the app's role on it); a
+    # process that did not bootstrap (a type checker loading the settings) gets an address that
+    # names the omission if anything connects.
+    _not_started = (
+        f"postgres:///{env.str('MDTBOARD_DB_NAME', 'mdtboard')}"
+        f"?host={VAR_DIR}/embedded-postgres-not-started-call-mdtboard-bootstrap"
+    )
+    DATABASES = {
+        "default": env.db_url_config(env.str(bootstrap.APP_DATABASE_VAR, default=_not_started))
+    }
+    DATABASE_OWNER = env.db_url_config(env.str(bootstrap.DATABASE_VAR, default=_not_started))
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
@@ -118,7 +129,9 @@ PG_BIN = env.str("PG_BIN", default="")
 
 # --- Redis: REDIS_URL (no database number), or the embedded Redis under var/ -----------------
 # Databases on one server: 0 Celery broker/results, 1 channel layer, 2 cache; tests use 3-5.
-REDIS_URL = env.str("REDIS_URL", default="") or embedded.ensure_redis(VAR_DIR)
+REDIS_URL: str = env.str("REDIS_URL", default="") or env.str(
+    bootstrap.REDIS_VAR, default=f"unix://{VAR_DIR}/embedded-redis-not-started.sock"
+)
 REDIS_DB_CELERY = env.int("REDIS_DB_CELERY", default=0)
 REDIS_DB_CHANNELS = env.int("REDIS_DB_CHANNELS", default=1)
 REDIS_DB_CACHE = env.int("REDIS_DB_CACHE", default=2)

@@ -10,12 +10,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from consult.bundle_retriever import BundleRetriever
 from consult.engine.deliberation import Deliberation, EngineConfig
 from consult.engine.protocols import Evidence, MemoryStore, Retriever, StepStore
 from consult.engine.providers import GuidelineProvider, LLMProvider
 from knowledge.applicability import case_facts
 from knowledge.bundle import Bundle, bundle_from_documents
-from knowledge.bundle_retriever import BundleRetriever
 from knowledge.calculators import derive_all, staging_summary
 from tests.paths import REPO
 

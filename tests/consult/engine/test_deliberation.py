@@ -10,7 +10,7 @@ import pytest
 
 from consult.engine.aio import run_coroutine
 from consult.engine.deliberation import EngineConfig
-from consult.engine.protocols import MemoryStore, StepResult
+from consult.engine.protocols import MemoryStore, Step, StepResult
 from consult.engine.providers import LLMProvider
 from consult.engine.schemas import CrossReview, RoleReport, Synthesis, Vote
 from consult.evaluation import concordance_failures
@@ -89,9 +89,9 @@ def test_resumed_run_redoes_no_step_and_gives_the_same_plan(retriever: Any) -> N
     class Resumable(MemoryStore):
         commits: list[str]
 
-        async def commit(self, key: str, step: StepResult) -> None:
-            self.commits.append(key)
-            await super().commit(key, step)
+        async def commit(self, step: Step, result: StepResult) -> None:
+            self.commits.append(step.key)
+            await super().commit(step, result)
 
     partial = Resumable()
     partial.commits = []

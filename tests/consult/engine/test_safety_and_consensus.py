@@ -11,7 +11,6 @@ from consult.engine import guideline
 from consult.engine.aio import run_coroutine
 from consult.engine.consensus import weighted_consensus
 from consult.engine.context import RoleInput, VoteInput
-from consult.engine.deliberation import SAFETY_KINDS
 from consult.engine.gate import safety_gate
 from consult.engine.matching import vetoes
 from consult.engine.protocols import Evidence, MemoryStore
@@ -22,6 +21,7 @@ from consult.engine.schemas import (
     ProposedComponent,
     RoleReport,
 )
+from consult.engine.vocab import SAFETY_KINDS
 from knowledge.calculators import derive_all, staging_summary
 from tests.consult.engine.support import (
     BundleRetriever,

@@ -240,11 +240,11 @@ def test_the_lease_is_renewed_while_members_wait_on_a_slow_llm(
 
     from django.utils import timezone
 
-    from consult.services import consultations
+    from consult.journal import lease
     from tests.consult.llm_responder import clinical_responder
 
     # given a lease shorter than one LLM call
-    monkeypatch.setattr(consultations, "LEASE", timedelta(seconds=3))
+    monkeypatch.setattr(lease, "LEASE", timedelta(seconds=3))
     dossier = submitted(clinician, team, "pub-lung-01.json")
     consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm", enqueue=False)
     held: list[bool] = []
@@ -301,12 +301,12 @@ def test_a_failed_write_fails_the_run_and_keeps_what_was_written(
     clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     load_seed()
-    from consult.services.consultations import DbStepStore
+    from consult.journal.store import DbStepStore
 
     written = DbStepStore._commit
 
     def commit(self: Any, steps: Any) -> bool:
-        if any(key == "r1.synthesis" for key, _ in steps):
+        if any(done.key == "r1.synthesis" for done, _ in steps):
             raise DatabaseError("disk full")
         return written(self, steps)
 
@@ -485,13 +485,13 @@ def _drop_connection_at(step: str, times: int) -> Any:
     database backend terminated under it (what a database restart or failover does)."""
     from django.db import connection
 
-    from consult.services.consultations import DbStepStore
+    from consult.journal.store import DbStepStore
 
     written = DbStepStore._commit
     dropped = {"n": 0}
 
     def commit(self: Any, steps: Any) -> bool:
-        if dropped["n"] < times and any(key == step for key, _ in steps):
+        if dropped["n"] < times and any(done.key == step for done, _ in steps):
             dropped["n"] += 1
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
@@ -505,8 +505,8 @@ def test_a_dropped_database_connection_is_resumed_on_a_new_one(
     clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     load_seed()
+    from consult.journal.store import DbStepStore
     from consult.services import consultations
-    from consult.services.consultations import DbStepStore
 
     monkeypatch.setattr(consultations, "DB_RETRY_DELAYS", (0.0, 0.0))
     monkeypatch.setattr(DbStepStore, "_commit", _drop_connection_at("r1.synthesis", times=1))
@@ -526,8 +526,9 @@ def test_a_database_that_stays_away_fails_the_run_with_a_reason_not_running_fore
     clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     load_seed()
+    from consult.journal.store import DbStepStore
     from consult.services import consultations
-    from consult.services.consultations import DB_LOST, DbStepStore
+    from consult.services.consultations import DB_LOST
 
     monkeypatch.setattr(consultations, "DB_RETRY_DELAYS", (0.0,))
     monkeypatch.setattr(DbStepStore, "_commit", _drop_connection_at("r1.synthesis", times=99))

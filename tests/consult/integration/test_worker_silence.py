@@ -10,8 +10,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from consult.journal.lease import LEASE
 from consult.models import Consultation, ConsultationStatus
-from consult.services.consultations import LEASE, consultation_start
+from consult.services.consultations import consultation_start
 from mdtboard.audit.models import AuditEvent
 from mdtboard.core import health
 from tests.consult.integration.test_consultations import submitted

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from consult.board import build_board
+from consult.journal.board import build_board
 
 T0 = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
 

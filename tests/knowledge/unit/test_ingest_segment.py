@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.parsers import MARKUP_WORST
-from knowledge.bundle import CancerType, UnitKind
+from consult.engine.vocab import UnitCancerType, UnitKind
 from knowledge.ingest import (
     MAX_INPUT_BYTES,
     Candidate,
@@ -260,7 +260,7 @@ def test_segment_document_text_capitals_title_stays_above_numbered_headings() ->
         ("§ 2 Staging > ¶1", ("HEPATOCELLULAR CARCINOMA GUIDELINE", "2 Staging")),
     ]
     assert candidates[1].suggested_kind == UnitKind.STAGING_RULE.value
-    assert candidates[1].suggested_cancer_type == CancerType.HCC.value
+    assert candidates[1].suggested_cancer_type == UnitCancerType.HCC.value
 
 
 def test_segment_document_html_paragraphs_inside_one_list_item_stay_one_item() -> None:
@@ -611,7 +611,7 @@ def test_segment_document_suggested_values_belong_to_bundle_enums() -> None:
 
         # then
         assert kinds <= {k.value for k in UnitKind}, name
-        assert cancers <= {c.value for c in CancerType}, name
+        assert cancers <= {c.value for c in UnitCancerType}, name
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
 """An in-memory retriever over a bundle: the same applicability rules as the database one,
-without PostgreSQL. For the engine's unit tests and offline evaluation of a bundle file."""
+without PostgreSQL (nor Django's models). For the engine's unit tests and offline evaluation
+of a bundle file."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from consult.engine.protocols import Evidence, EvidenceRequest, Retrieved
-from knowledge.applicability import case_facts, context_applies, missing_facts
+from consult.evidence import unit_evidence
+from knowledge.applicability import case_facts
 from knowledge.bundle import Bundle, UnitSpec, content_hash, unit_content
-from knowledge.explain import failed_conditions, held_conditions
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -22,26 +23,21 @@ class BundleRetriever:
 
     def _evidence(self, unit: UnitSpec, facts: Mapping[str, Any], score: float = 0.0) -> Evidence:
         content = unit_content(unit)
-        digest = content_hash(content)
         source = self.sources[unit.source]
-        applies = context_applies(unit.context, facts)
-        return Evidence(
+        return unit_evidence(
             unit_id=unit.key,
             kind=unit.kind.value,
             cancer_type=unit.cancer_type.value,
             title=unit.title,
             text=unit.text,
             anchor=unit.anchor,
-            version=f"v1:{digest[:12]}",
+            version=f"v1:{content_hash(content)[:12]}",
             version_id=0,
             source=f"{source.organisation} {source.title} ({source.version})",
             grade=f"{unit.grade.system}: {unit.grade.native}",
             grade_ordinal=unit.grade.ordinal,
             content=content,
-            applies=applies,
-            missing=tuple(missing_facts(unit.context, facts)),
-            held=held_conditions(unit.context, facts),
-            failed=failed_conditions(unit.context, facts) if applies is False else (),
+            facts=facts,
             score=score,
         )
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.template.loader import render_to_string
 
-from consult.board import Board, apply, build_board, event_dict
+from consult.journal.board import Board, apply
 
 
 def render_changes(
@@ -72,20 +73,11 @@ def render_changes(
     return "\n".join(parts)
 
 
-def render_event_fragments(consultation_id: int, seqs: list[int]) -> list[tuple[int, str]]:
-    """Fragments for newly persisted events, from the board folded up to each of them."""
-    from consult.models import ConsultationEvent
-
-    wanted = sorted(seqs)
-    events = ConsultationEvent.objects.filter(
-        consultation_id=consultation_id, seq__lte=wanted[-1]
-    ).order_by("seq")
-    dicts = [event_dict(e) for e in events]
-    board = build_board(consultation_id, [e for e in dicts if e["seq"] < wanted[0]])
+def render_events(board: Board, events: Iterable[dict[str, Any]]) -> list[tuple[int, str]]:
+    """Fold each event into ``board`` (in place) and render what it changed: (seq, html)."""
     fragments = []
-    for event in (e for e in dicts if e["seq"] >= wanted[0]):
+    for event in events:
         known_rounds = set(board.rounds)
         changed = apply(board, event)
-        if event["seq"] in seqs:
-            fragments.append((event["seq"], render_changes(board, changed, event, known_rounds)))
+        fragments.append((int(event["seq"]), render_changes(board, changed, event, known_rounds)))
     return fragments

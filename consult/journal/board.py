@@ -1,18 +1,19 @@
-"""The board's state, folded from persisted events. The page renders it whole; the WebSocket
-consumer applies each new event to it and re-renders only what the event changed."""
+"""The board's state, folded from persisted events. The page renders it whole; the
+broadcaster and each WebSocket consumer keep one per consultation, apply each new event to
+it and re-render only what the event changed."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, assert_never
 
-from consult.engine.guideline import RELEVANT_STAGING, STAGING_LABELS
+from consult.engine.vocab import CORE_ROLES, RELEVANT_STAGING, STAGING_LABELS, EventKind
 from consult.labels import fact_label
 from consult.plan_view import PHASE_LABELS, PlanView, cancer_of, need_label, plan_view
 
-CORE_ROLES = ("diagnostic", "treatment", "safety", "monitoring")
 ROLE_LABELS = {
     "diagnostic": "Diagnostic",
     "treatment": "Treatment",
@@ -183,96 +184,122 @@ class Board:
 def apply(board: Board, event: dict[str, Any]) -> set[str]:
     """Fold one event into the board; returns what changed: "status", "intake", "panel:<role>",
     "panels", "round:<n>", "conflicts", "gates", "node:<id>", "plan", "metrics"."""
-    kind, payload = event["kind"], event["payload"]
-    role, number = event.get("role", ""), int(event.get("round") or 0)
     board.last_seq = max(board.last_seq, int(event["seq"]))
-    changed: set[str] = set()
-    if kind == "status":
-        board.status = payload.get("status", board.status)
-        board.error = payload.get("error", "") or ""
-        board.resumed = board.resumed or bool(payload.get("resumed"))
-        _clock(board, event.get("at"))
-        changed.add("status")
-    elif kind == "cancelled":
-        board.status = "cancelled"
-        _clock(board, event.get("at"))
-        changed.add("status")
-    elif kind == "intake":
-        board.intake = payload
-        changed.add("intake")
-    elif kind == "triage":
-        board.triage = payload
-        for specialist in payload.get("specialists", {}):
-            board.panel(specialist).reason = payload["specialists"][specialist]
-        for name in payload.get("panel", []):
-            board.panel(name)
-        changed |= {"intake", "panels"}
-    elif kind == "retrieval":
-        panel = board.panel(role)
-        panel.hits = len(payload.get("hits", []))
-        panel.state = "thinking"
-        changed.add(f"panel:{role}")
-    elif kind == "message":
-        panel = board.panel(role)
-        panel.report, panel.round, panel.state = payload["report"], number, "done"
-        panel.fallback = payload.get("fallback") or ""
-        panel.usage = payload.get("usage")
-        if panel.usage:
-            board.tokens += int(panel.usage.get("prompt_tokens", 0)) + int(
-                panel.usage.get("completion_tokens", 0)
-            )
-            board.cost_usd += float(panel.usage.get("cost_usd", 0.0))
-            changed.add("metrics")
-        changed.add(f"panel:{role}")
-    elif kind == "grounding":
-        board.panel(role).ungrounded = payload.get("ungrounded", [])
-        changed.add(f"panel:{role}")
-    elif kind == "critique":
-        board.round(number).critiques.append(payload)
-        changed.add(f"round:{number}")
-    elif kind == "residual":
-        board.round(number).residual = payload
-        changed.add(f"round:{number}")
-    elif kind == "draft":
-        board.round(number).draft = payload
-        changed.add(f"round:{number}")
-    elif kind == "vote":
-        board.round(number).votes.append((role, payload.get("vote", {})))
-        changed.add(f"round:{number}")
-    elif kind == "consensus":
-        board.round(number).consensus = payload
-        changed.add(f"round:{number}")
-    elif kind == "conflict":
-        board.conflicts.append({**payload, "round": number, "raised_by": role})
-        changed.add("conflicts")
-    elif kind == "gate":
-        board.gates.append(payload)
-        changed.add("gates")
-    elif kind == "evidence.node":
-        node = TreeNode(
-            node_id=payload["id"],
-            parent=payload.get("parent", "question"),
-            kind=payload["kind"],
-            text=payload["text"],
-            author=payload.get("author", role),
-            status=payload.get("status", ""),
-            refs=payload.get("refs", []),
-            round=number,
-        )
-        board.nodes[node.node_id] = node
-        parent = board.nodes.get(node.parent)
-        (parent.children if parent else board.roots).append(node)
-        changed.add(f"node:{node.node_id}")
-    elif kind == "review":
-        board.review = payload
-        changed.add("plan")
-    elif kind == "plan":
-        board.plan = payload
-        changed.add("plan")
-    return changed
+    kind = event_kind(event["kind"])
+    if kind is None:
+        return set()  # written by a newer version: the board shows what it knows
+    payload, role = event["payload"], event.get("role", "")
+    number = int(event.get("round") or 0)
+    match kind:
+        case EventKind.STATUS:
+            board.status = payload.get("status", board.status)
+            board.error = payload.get("error", "") or ""
+            board.resumed = board.resumed or bool(payload.get("resumed"))
+            _clock(board, event.get("at"))
+            return {"status"}
+        case EventKind.CANCELLED:
+            board.status = "cancelled"
+            _clock(board, event.get("at"))
+            return {"status"}
+        case EventKind.INTAKE:
+            board.intake = payload
+            return {"intake"}
+        case EventKind.TRIAGE:
+            board.triage = payload
+            for specialist, reason in payload.get("specialists", {}).items():
+                board.panel(specialist).reason = reason
+            for name in payload.get("panel", []):
+                board.panel(name)
+            return {"intake", "panels"}
+        case EventKind.RETRIEVAL:
+            panel = board.panel(role)
+            panel.hits = len(payload.get("hits", []))
+            panel.state = "thinking"
+            return {f"panel:{role}"}
+        case EventKind.MESSAGE:
+            return _message(board, role, number, payload)
+        case EventKind.GROUNDING:
+            board.panel(role).ungrounded = payload.get("ungrounded", [])
+            return {f"panel:{role}"}
+        case EventKind.CRITIQUE:
+            board.round(number).critiques.append(payload)
+            return {f"round:{number}"}
+        case EventKind.RESIDUAL:
+            board.round(number).residual = payload
+            return {f"round:{number}"}
+        case EventKind.DRAFT:
+            board.round(number).draft = payload
+            return {f"round:{number}"}
+        case EventKind.VOTE:
+            board.round(number).votes.append((role, payload.get("vote", {})))
+            return {f"round:{number}"}
+        case EventKind.CONSENSUS:
+            board.round(number).consensus = payload
+            return {f"round:{number}"}
+        case EventKind.CONFLICT:
+            board.conflicts.append({**payload, "round": number, "raised_by": role})
+            return {"conflicts"}
+        case EventKind.GATE:
+            board.gates.append(payload)
+            return {"gates"}
+        case EventKind.EVIDENCE_NODE:
+            return _node(board, role, number, payload)
+        case EventKind.REVIEW:
+            board.review = payload
+            return {"plan"}
+        case EventKind.PLAN:
+            board.plan = payload
+            return {"plan"}
+        case _:
+            assert_never(kind)
 
 
-def build_board(consultation_id: int, events: list[dict[str, Any]]) -> Board:
+def event_kind(raw: str) -> EventKind | None:
+    try:
+        return EventKind(raw)
+    except ValueError:
+        return None
+
+
+def _message(board: Board, role: str, number: int, payload: dict[str, Any]) -> set[str]:
+    panel = board.panel(role)
+    panel.report, panel.round, panel.state = payload["report"], number, "done"
+    panel.fallback = payload.get("fallback") or ""
+    panel.usage = payload.get("usage")
+    if not panel.usage:
+        return {f"panel:{role}"}
+    board.tokens += int(panel.usage.get("prompt_tokens", 0)) + int(
+        panel.usage.get("completion_tokens", 0)
+    )
+    board.cost_usd += float(panel.usage.get("cost_usd", 0.0))
+    return {f"panel:{role}", "metrics"}
+
+
+def _node(board: Board, role: str, number: int, payload: dict[str, Any]) -> set[str]:
+    node = TreeNode(
+        node_id=payload["id"],
+        parent=payload.get("parent", "question"),
+        kind=payload["kind"],
+        text=payload["text"],
+        author=payload.get("author", role),
+        status=payload.get("status", ""),
+        refs=payload.get("refs", []),
+        round=number,
+    )
+    board.nodes[node.node_id] = node
+    parent = board.nodes.get(node.parent)
+    (parent.children if parent else board.roots).append(node)
+    return {f"node:{node.node_id}"}
+
+
+# The kinds that change the status line (status, error, resume, tokens, cost, clock): the
+# page's status poll folds only these.
+STATUS_LINE_KINDS: frozenset[EventKind] = frozenset(
+    {EventKind.STATUS, EventKind.CANCELLED, EventKind.MESSAGE}
+)
+
+
+def build_board(consultation_id: int, events: Iterable[dict[str, Any]]) -> Board:
     board = Board(consultation_id=consultation_id)
     for event in events:
         apply(board, event)
@@ -288,6 +315,17 @@ def event_dict(event: Any) -> dict[str, Any]:
         "payload": event.payload,
         "at": event.created_at,
     }
+
+
+def event_to_wire(event: dict[str, Any]) -> dict[str, Any]:
+    """The event as the channel layer carries it (msgpack: no datetimes)."""
+    at = event.get("at")
+    return {**event, "at": at.isoformat() if at is not None else None}
+
+
+def event_from_wire(event: dict[str, Any]) -> dict[str, Any]:
+    at = event.get("at")
+    return {**event, "at": datetime.fromisoformat(at) if at else None}
 
 
 def _clock(board: Board, at: datetime | None) -> None:

@@ -1,0 +1,115 @@
+"""The board a watcher sees, pinned against recorded events (golden_board.py says how to
+regenerate after an intended template change): the fragments of each event as the
+broadcaster and the socket's catch-up send them, the whole page and its status poll."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import pytest
+from channels.testing import WebsocketCommunicator
+from django.urls import reverse
+
+from consult.journal import broadcaster
+from consult.journal.board import Board
+from consult.journal.render import render_events
+from mdtboard.asgi import application
+from tests.consult.journal.golden_board import golden, normalise, recorded_consultation, streams
+
+STREAMS = ["hcc03", "llm-cancelled"]
+HTMX = {"HX-Request": "true"}
+
+
+def assert_same(actual: list[str], expected: list[str]) -> None:
+    """Equal lists of HTML, or the first fragment that differs as a readable diff."""
+    for index, (got, want) in enumerate(zip(actual, expected, strict=False)):
+        if got != want:
+            diff = "\n".join(
+                difflib.unified_diff(want.splitlines(), got.splitlines(), lineterm="", n=2)
+            )
+            pytest.fail(f"fragment {index} (seq {index + 1}) differs:\n{diff}")
+    assert len(actual) == len(expected)
+
+
+def fold_fragments(events: list[dict[str, Any]], consultation_id: int) -> list[str]:
+    board = Board(consultation_id=consultation_id)
+    return [html for _, html in render_events(board, events)]
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_board_fragments_of_recorded_events_are_unchanged(name: str) -> None:
+    # given the recorded events of a run
+    events = streams()[name]
+    # when each is folded into the board and its change rendered
+    fragments = [normalise(html, 7) for html in fold_fragments(events, consultation_id=7)]
+    # then every fragment is the one watchers were sent before
+    assert_same(fragments, golden("fragments", name, fragments))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", STREAMS)
+def test_board_page_and_status_poll_of_recorded_events_are_unchanged(
+    client: Any, clinician: Any, team: Any, name: str
+) -> None:
+    consultation = recorded_consultation(clinician, team, streams()[name])
+    client.force_login(clinician)
+    url = reverse("consult:consultation-board", args=[consultation.pk])
+
+    page = client.get(url).content.decode()
+    board = page[page.index('<div id="board"') : page.index("</main>")]
+    poll = client.get(url, headers=HTMX).content.decode()
+
+    ids = (consultation.pk, consultation.dossier_id)
+    assert_same([normalise(board, *ids)], [golden("page", name, normalise(board, *ids))])
+    assert_same([normalise(poll, *ids)], [golden("poll", name, normalise(poll, *ids))])
+
+
+@pytest.mark.django_db
+def test_broadcast_batches_render_the_same_fragments_as_one_by_one(
+    clinician: Any, team: Any
+) -> None:
+    # given a recorded run in the database, broadcast in batches of uneven sizes (as the
+    # step writer commits them)
+    events = streams()["hcc03"]
+    consultation = recorded_consultation(clinician, team, events)
+    expected = golden("fragments", "hcc03", [])
+    sent: dict[int, str] = {}
+    first = 1
+    for size in (1, 1, 2, 5, 1, 30, 3, 100, 1, 7, 200):
+        seqs = list(range(first, min(first + size, len(events) + 1)))
+        if not seqs:
+            break
+        sent.update((seq, html) for seq, html, _ in broadcaster._render(consultation.pk, seqs))
+        first = seqs[-1] + 1
+    # then each event's fragment is the one a fold from the start renders
+    fragments = [normalise(sent[seq], consultation.pk) for seq in sorted(sent)]
+    assert_same(fragments, expected)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_socket_catch_up_after_a_resume_sends_the_same_fragments(
+    clinician: Any, team: Any
+) -> None:
+    from asgiref.sync import sync_to_async
+
+    events = streams()["hcc03"]
+    consultation = await sync_to_async(recorded_consultation)(clinician, team, events)
+    expected = golden("fragments", "hcc03", [])
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/consultations/{consultation.pk}/",
+        headers=[(b"origin", b"http://localhost")],
+    )
+    communicator.scope["user"] = clinician
+    connected, _ = await communicator.connect()
+    assert connected
+    # when a watcher that has seen the first 100 events reconnects
+    await communicator.send_json_to({"type": "resume", "after": 100})
+    received = [
+        normalise(await communicator.receive_from(timeout=10), consultation.pk)
+        for _ in range(len(events) - 100)
+    ]
+    await communicator.disconnect()
+    # then it gets the rest, each as a fold from the start renders it
+    assert_same(received, expected[100:])
