@@ -135,3 +135,13 @@ def term_occurrences(text: str, term: str) -> list[tuple[int, int, bool]]:
 def affirms(text: str, term: str) -> bool:
     """Whether ``text`` mentions ``term`` at least once without negating it."""
     return any(not negated for _, _, negated in term_occurrences(text, term))
+
+
+def negated_at(text: str, start: int, end: int) -> bool:
+    """Whether the mention at ``text[start:end]`` (found by any pattern) is negated."""
+    return _pre_negated(text, start) or _post_negated(text, end)
+
+
+def clause_at(text: str, start: int, end: int) -> str:
+    """The clause that holds ``text[start:end]``, as the reader scoped it."""
+    return text[_scope_start(text, start) : _scope_end(text, end)].strip(" ,")

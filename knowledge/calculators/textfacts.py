@@ -15,44 +15,35 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from knowledge.calculators._common import CalcResult, Inputs, lookup
+from knowledge.calculators.negation import clause_at, negated_at
 
 TEXT_SOURCE: Final = (
-    "Rule-based reading of the case's free text (clause split on . ; : and 'but'; a finding is "
-    "negated by no/not/without/denies/negative for/free of/absence of in the four words before "
-    "it, or by negative/not detected/absent/excluded/wild-type/ruled out after it in the same "
-    "clause). Not a language model: what it cannot read it leaves out, and the matched words "
-    "are shown with the fact."
+    "Rule-based reading of the case's free text (NegEx-style, knowledge/calculators/negation.py: "
+    "a finding is negated by no/not/without/denies/negative for/free of/absence of/non- in the "
+    "five words before it in the same clause, or by negative/not detected/absent/excluded/"
+    "wild-type/ruled out/-free after it). Not a language model: what it cannot read it leaves "
+    "out, and the matched words are shown with the fact."
 )
 
-_CLAUSE = re.compile(r"[.;:\n]+|\bbut\b|\bhowever\b", re.IGNORECASE)
-_NEG_BEFORE = re.compile(
-    r"\b(?:no|not|without|denies|denied|negative\s+for|free\s+of|absence\s+of|absent|never|"
-    r"nor|excluded|ruled\s+out)\b[^,]{0,40}$",
-    re.IGNORECASE,
-)
+# Results that deny a finding after it, beyond the shared reader's: molecular "wild-type".
 _NEG_AFTER = re.compile(
-    r"^[^,]{0,30}?\b(?:negative|not\s+detected|undetected|absent|excluded|ruled\s+out|"
-    r"wild[-\s]?type|wt\b|neg\b)",
+    r"^[^,.;]{0,30}?\b(?:wild[-\s]?type|wt\b|neg\b|undetected)",
     re.IGNORECASE,
 )
 
 
-def clauses(text: str) -> list[str]:
-    return [c.strip() for c in _CLAUSE.split(text) if c and c.strip()]
-
-
-def _negated(clause: str, start: int, end: int) -> bool:
-    before = " ".join(clause[:start].split()[-4:]) if start else ""
-    return bool(_NEG_BEFORE.search(before)) or bool(_NEG_AFTER.match(clause[end:]))
+def _negated(text: str, start: int, end: int) -> bool:
+    return negated_at(text, start, end) or bool(_NEG_AFTER.match(text[end:]))
 
 
 def stated(texts: Iterable[str], pattern: re.Pattern[str]) -> str | None:
-    """The first clause that states the pattern without negating it, or None."""
+    """The first clause that states the pattern without negating it, or None. Negation and
+    scope are the shared reader's (knowledge/calculators/negation.py): "non-bulky", "no
+    seizures", "seizure-free" and "EGFR wild-type" state nothing."""
     for text in texts:
-        for clause in clauses(text):
-            for match in pattern.finditer(clause):
-                if not _negated(clause, match.start(), match.end()):
-                    return clause
+        for match in pattern.finditer(text):
+            if not _negated(text, match.start(), match.end()):
+                return clause_at(text, match.start(), match.end())
     return None
 
 

@@ -210,3 +210,17 @@ def test_adjuvant_cdk46_criteria(
 )
 def test_fertility_declined_only_on_an_explicit_statement(text: str | None, declined: bool) -> None:
     assert fertility_declined({"patient": {"preferences": text}}).value is declined
+
+
+def test_non_bulky_single_station_disease_is_not_read_as_unresectable() -> None:
+    # given a resectable N2 described as "single station 4R (non-bulky)"
+    case = lung(
+        index_lesion={
+            "description": "45 mm RUL mass; EBUS-TBNA positive in single station 4R "
+            "(non-bulky), 4L/7 negative; surgeon: resectable by lobectomy"
+        }
+    )
+    # then "non-bulky" states nothing, and bulky disease elsewhere still does
+    assert recorded_unresectable(case).value is False
+    bulky = lung(index_lesion={"description": "bulky multistation N2 disease"})
+    assert recorded_unresectable(bulky).value is True
