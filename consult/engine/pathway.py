@@ -60,6 +60,14 @@ def _topic(topic: str) -> str:
     return topic.replace("_", " ")
 
 
+def _declined_option(component: ProposedComponent, declines: Collection[str]) -> RejectedOption:
+    topics = ", ".join(map(_topic, _declined(component, declines)))
+    return RejectedOption(
+        option=component.description,
+        reason=f"declined by the patient ({topics}); to be offered again if they reconsider",
+    )
+
+
 def arrange(
     components: Sequence[ProposedComponent],
     *,
@@ -76,9 +84,9 @@ def arrange(
     for (a failed gate: every option that is not blocked goes first). ``held``: description ->
     when it may be given (a critical contraindication that will pass: after delivery, once the
     LVEF recovers): an alternative only, never the pathway. ``declines``: the
-    preference topics the patient declines (an option they decline leaves the pathway and is
-    kept as an alternative "if the patient reconsiders"). Options keep the order the members
-    gave them (primary before alternative, then rank), then guideline preference.
+    preference topics the patient declines (an option they decline is not recommended to them:
+    it goes to the rejected options with their decision as the reason). Options keep the order
+    the members gave them (primary before alternative, then rank), then guideline preference.
     """
     removed = removed or {}
     demoted = demoted or {}
@@ -140,11 +148,15 @@ def arrange(
             waiting.remove(adjunct)
             joined = True
             if _declined(adjunct, declines):
-                ranked.append(adjunct)  # declined: an alternative if the patient reconsiders
+                rejected.append(_declined_option(adjunct, declines))
                 continue
             adjunct.role, adjunct.rank, adjunct.when = "primary", None, ""
             pathway.append(adjunct)
             present.add(adjunct.modality)
+    # An option the patient declines is not recommended to them: it is ruled out with their
+    # decision as the reason (the summary says so), to be offered again if they reconsider.
+    rejected += [_declined_option(c, declines) for c in ranked if _declined(c, declines)]
+    ranked = [c for c in ranked if not _declined(c, declines)]
     alternatives = []
     for rank, option in enumerate(ranked, start=1):
         if rank > max_alternatives:

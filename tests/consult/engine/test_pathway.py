@@ -100,7 +100,7 @@ def test_arrange_keeps_a_demoted_option_first_when_nothing_safer_exists() -> Non
     assert _roles(arranged.components) == [("primary", "Atezo-bev")]
 
 
-def test_arrange_declined_option_becomes_an_alternative_if_the_patient_reconsiders() -> None:
+def test_arrange_declined_option_is_ruled_out_with_the_patients_decision() -> None:
     arranged = arrange(
         [
             _option("Resection", modality="surgery", preference=1, declined_if=["surgery"]),
@@ -108,8 +108,10 @@ def test_arrange_declined_option_becomes_an_alternative_if_the_patient_reconside
         ],
         declines=["surgery"],
     )
-    assert _roles(arranged.components) == [("primary", "Ablation"), ("alternative", "Resection")]
-    assert "reconsiders" in arranged.alternatives[0].when
+    # then it is not recommended to her in any role, and the reason says whose decision it was
+    assert _roles(arranged.components) == [("primary", "Ablation")]
+    assert [r.option for r in arranged.rejected] == ["Resection"]
+    assert "declined by the patient (surgery)" in arranged.rejected[0].reason
 
 
 def test_arrange_adjunct_follows_only_the_modalities_it_names() -> None:
@@ -351,12 +353,10 @@ def test_arrange_declined_adjunct_leaves_the_pathway() -> None:
         ],
         declines=["chemotherapy"],
     )
-    # then the chemotherapy is not part of the pathway, only an alternative if she reconsiders
-    assert _roles(arranged.components) == [
-        ("primary", "Surgery"),
-        ("alternative", "Adjuvant docetaxel-cyclophosphamide"),
-    ]
-    assert "reconsiders" in arranged.alternatives[0].when
+    # then the chemotherapy is in no component: it is ruled out as declined
+    assert _roles(arranged.components) == [("primary", "Surgery")]
+    assert [r.option for r in arranged.rejected] == ["Adjuvant docetaxel-cyclophosphamide"]
+    assert "declined by the patient (chemotherapy)" in arranged.rejected[0].reason
 
 
 def test_arrange_adjunct_follows_a_step_another_adjunct_brought_in() -> None:
