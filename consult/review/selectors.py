@@ -20,6 +20,7 @@ from consult.models import (
     LesionDossier,
     Plan,
 )
+from consult.rating.models import ComparatorPlan
 from consult.review.models import (
     ClinicianReview,
     MdtMeeting,
@@ -90,6 +91,20 @@ def plan_consultation_get(*, user: Any, pk: int) -> Consultation:
     if not Plan.objects.filter(consultation=consultation).exists():
         raise Http404("This consultation has no plan yet")
     return consultation
+
+
+def comparator_latest(*, consultation: Consultation) -> ComparatorPlan | None:
+    """The dossier's newest comparator plan (what a rating study would pair with the plan)."""
+    return (
+        ComparatorPlan.objects.filter(dossier_id=consultation.dossier_id)
+        .order_by("-number")
+        .first()
+    )
+
+
+def comparator_ref(decision: ClinicianReview) -> str:
+    """How a comparator plan names the decision it was made from (its ``source_ref``)."""
+    return f"review.decision:{decision.pk}:plan-v{decision.plan_number}"
 
 
 def plan_versions(*, consultation: Consultation) -> list[VersionView]:

@@ -56,6 +56,8 @@ def _plan_page(
     base = state.version(version.based_on) if version.based_on else None
     from consult.review.report import final_dissent
 
+    comparator = selectors.comparator_latest(consultation=consultation)
+
     context = {
         "consultation": consultation,
         "state": state,
@@ -69,6 +71,12 @@ def _plan_page(
         "decision_form": DecisionForm(base=state.current.number),
         "report_form": ReportForm(),
         "may_sign_off": selectors.may_sign_off(user=request.user, state=state),
+        "comparator": comparator,
+        "comparator_is_decision": bool(
+            comparator
+            and state.decision
+            and comparator.source_ref == selectors.comparator_ref(state.decision)
+        ),
     }
     return render(request, "review/plan.html", context)
 
@@ -254,6 +262,31 @@ def sign_off(request: AuthedRequest, pk: int) -> HttpResponse:
         _errors(request, exc)
         return _back(pk)
     messages.success(request, f"Plan version {done.plan_number} signed off.")
+    return _back(pk)
+
+
+@require_POST
+def comparator_from_decision(request: AuthedRequest, pk: int) -> HttpResponse:
+    consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
+    before = selectors.comparator_latest(consultation=consultation)
+    try:
+        comparator = services.comparator_from_mdt_decision(
+            actor=request.user, consultation=consultation
+        )
+    except services.ReviewError as exc:
+        _errors(request, exc)
+        return _back(pk)
+    if before is not None and before.pk == comparator.pk:
+        messages.info(
+            request,
+            f"The team's decision is already the comparator plan (version {comparator.number}).",
+        )
+    else:
+        messages.success(
+            request,
+            f"The team's decision is now comparator plan version {comparator.number} for "
+            "rating studies.",
+        )
     return _back(pk)
 
 
