@@ -229,6 +229,24 @@ def evidence_version_ids(*, refs: list[dict[str, Any]]) -> dict[str, int]:
     return found
 
 
+def evidence_titles(*, version_ids: dict[str, int]) -> dict[str, str]:
+    """unit id -> the title of the cited version: what a clinician reads instead of the id."""
+    rows = UnitVersion.objects.filter(pk__in=version_ids.values()).values_list("pk", "title")
+    titles = dict(rows)
+    return {unit: str(titles[pk]) for unit, pk in version_ids.items() if pk in titles}
+
+
+def unit_titles(*, keys: set[str]) -> dict[str, str]:
+    """unit id -> the title of its newest published version (for citations that name only
+    the unit, such as a member's claims)."""
+    rows = (
+        UnitVersion.objects.filter(unit__key__in=keys, published_at__isnull=False)
+        .order_by("unit__key", "number")
+        .values_list("unit__key", "title")
+    )
+    return {str(key): str(title) for key, title in rows}  # the newest number wins
+
+
 # --- the worklist --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class WorklistEntry:

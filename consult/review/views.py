@@ -46,12 +46,14 @@ def _plan_page(
 ) -> HttpResponse:
     case = consultation.snapshot.data
     refs = [e for v in state.versions for e in v.payload.get("evidence") or []]
+    version_ids = selectors.evidence_version_ids(refs=refs)
     view = recommendation_view(
         version.payload,
         case=case,
         dossier_id=consultation.dossier_id,
         derived=derive_all(case),
-        version_ids=selectors.evidence_version_ids(refs=refs),
+        version_ids=version_ids,
+        titles=selectors.evidence_titles(version_ids=version_ids),
     )
     base = state.version(version.based_on) if version.based_on else None
     from consult.review.report import final_dissent
