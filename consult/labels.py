@@ -121,6 +121,13 @@ def _word(match: re.Match[str]) -> str:
     return STAGING_LABELS.get(key) or PHASE_WORDS.get(key) or _enum_labels().get(key) or key
 
 
+def value_words(value: Any) -> Any:
+    """A coded value ("future_pregnancy", "not_pregnant") in words; other values as they are."""
+    if isinstance(value, str) and _SNAKE.fullmatch(value):
+        return _enum_labels().get(value) or value.replace("_", " ")
+    return value
+
+
 def clinical_text(text: Any) -> str:
     """Prose from a plan or a member, as a clinician reads it: field paths as their labels,
     staging keys, phases and coded values as words, knowledge-base unit ids left out (a

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from consult.labels import value_words
 from consult.models import Consultation, EvidenceNode
 from consult.presenters import NOT_AVAILABLE, case_sections
 from consult.review.models import PlanReport
@@ -152,8 +153,8 @@ def final_dissent(*, consultation: Consultation) -> list[TraceEntry]:
 def _shown(value: Any) -> Any:
     """A derived list (medications by class, declined treatments) as words."""
     if isinstance(value, list | tuple):
-        return ", ".join(str(v) for v in value) or "none"
-    return value
+        return ", ".join(str(value_words(v)) for v in value) or "none"
+    return value_words(value)
 
 
 def report_context(
