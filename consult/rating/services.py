@@ -122,6 +122,7 @@ def comparator_create(
             "dossier": dossier.pk,
             "number": comparator.number,
             "source": source,
+            "source_ref": source_ref,
             "hash": comparator.content_hash,
         },
     )
@@ -141,21 +142,6 @@ def comparator_import(
         plan=parsed.plan,
         source=ComparatorSource.IMPORTED,
         minutes_to_write=minutes_to_write,
-    )
-
-
-def comparator_from_mdt_decision(
-    *, actor: User, dossier: LesionDossier, plan: Mapping[str, Any], source_ref: str
-) -> ComparatorPlan:
-    """The adapter for clinician review (consult/review): the MDT's decision on a dossier,
-    as an ``mdtboard.plan/1`` document, becomes the dossier's comparator plan; ``source_ref``
-    names the record it came from ("review.planversion:12")."""
-    return comparator_create(
-        actor=actor,
-        dossier=dossier,
-        plan=plan,
-        source=ComparatorSource.MDT_DECISION,
-        source_ref=source_ref,
     )
 
 
