@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from consult.models import Consultation, ConsultationEvent, EvidenceNode
-from tests.conftest import login
-from tests.consult.integration.test_consultations import load_seed
+from tests.fixtures.browser import login
+from tests.fixtures.seed import load_seed
 from tests.paths import PUBLIC_CASES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

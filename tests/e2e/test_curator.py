@@ -12,7 +12,8 @@ import pytest
 from knowledge.bundle import SourceSpec
 from knowledge.models import UnitEmbedding, UnitVersion, VersionStatus
 from knowledge.services import bundle_import, source_save, version_publish, versions_embed
-from tests.conftest import login, make_user
+from tests.fixtures.browser import login
+from tests.fixtures.personas import make_user
 from tests.knowledge.kb_factory import SOURCE, bundle, unit
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

@@ -10,19 +10,10 @@ import pytest
 from channels.testing import WebsocketCommunicator
 
 from consult.consumers import MESSAGE_BURST
-from consult.services.consultations import consultation_start
 from mdtboard.asgi import application
-from tests.consult.integration.test_consultations import submitted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SEQ = re.compile(r'id="board-seq"\s+data-seq="(\d+)"')
-
-
-@pytest.fixture
-def queued(clinician: Any, team: Any) -> Any:
-    # Not run: enough for a socket to connect to when no event needs to come back.
-    dossier = submitted(clinician, team, "pub-hcc-03.json")
-    return consultation_start(actor=clinician, dossier=dossier, enqueue=False)
 
 
 async def _connect(user: Any, path: str) -> WebsocketCommunicator:

@@ -27,47 +27,12 @@ from consult.services.consultations import (
     consultation_run,
     consultation_start,
 )
-from consult.services.dossiers import case_import, dossier_submit
-from knowledge.services import bundle_import, bundle_parse
+from consult.services.dossiers import case_import
 from mdtboard.audit.models import AuditEvent
+from tests.fixtures.consultations import assert_unbroken, submitted
+from tests.fixtures.seed import load_seed
 from tests.llm_stub import StubReply
-from tests.paths import PUBLIC_CASES, REPO
-
-SEED = REPO / "knowledge" / "seed"
-
-
-def load_seed() -> None:
-    """The shipped knowledge base, published (without embeddings: the guideline engine needs
-    only applicability, and keyword retrieval still ranks). No embedding task is queued: a
-    session worker embedding the seed mid-test would change what dense retrieval returns."""
-    from unittest import mock
-
-    from knowledge.tasks import versions_embed_task
-
-    raw = b"\n---\n".join(p.read_bytes() for p in sorted(SEED.glob("*.yaml")))
-    bundle, errors = bundle_parse(raw, filename="seed.yaml")
-    assert bundle is not None, errors
-    with mock.patch.object(versions_embed_task, "delay"):
-        bundle_import(actor=None, bundle=bundle, publish=True, reason="test seed")
-
-
-def submitted(clinician: Any, team: Any, name: str) -> Any:
-    path = PUBLIC_CASES / name
-    result = case_import(actor=clinician, team=team, raw=path.read_bytes(), filename=path.name)
-    assert result.dossier is not None, result.errors
-    dossier_submit(actor=clinician, dossier=result.dossier)
-    return result.dossier
-
-
-def assert_unbroken(consultation: Consultation) -> None:
-    seqs = list(
-        ConsultationEvent.objects.filter(consultation=consultation).values_list("seq", flat=True)
-    )
-    assert seqs == list(range(1, len(seqs) + 1))
-    keys = list(
-        AgentMessage.objects.filter(consultation=consultation).values_list("step_key", flat=True)
-    )
-    assert len(keys) == len(set(keys))
+from tests.paths import PUBLIC_CASES
 
 
 # The engine's step store writes from asgiref's worker thread, as in production, so these

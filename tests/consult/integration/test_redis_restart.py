@@ -17,7 +17,8 @@ from consult.models import AgentMessage, Consultation, ConsultationStatus
 from consult.services.consultations import consultation_start
 from mdtboard import embedded
 from mdtboard.core.management.commands.runstack import worker_argv
-from tests.consult.integration.test_consultations import assert_unbroken, load_seed, submitted
+from tests.fixtures.consultations import assert_unbroken, submitted
+from tests.fixtures.seed import load_seed
 from tests.stack import Proc, _spawn, child_env
 
 pytestmark = pytest.mark.integration

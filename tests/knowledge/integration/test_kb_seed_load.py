@@ -22,15 +22,9 @@ from knowledge.services import (
     version_submit,
 )
 from mdtboard.audit.models import AuditEvent
-from tests.conftest import make_user
 from tests.knowledge.kb_factory import SOURCE, bundle, spec, unit
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def second_curator(db: None) -> Any:
-    return make_user("curator", "curator2@hospital.test", [])
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from mdtboard.audit.services import (
     audit_verify,
 )
 from mdtboard.core.dbroles import database_owner
-from tests.conftest import PASSWORD
+from tests.fixtures.personas import PASSWORD
 
 pytestmark = pytest.mark.django_db
 

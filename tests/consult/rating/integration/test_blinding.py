@@ -13,13 +13,13 @@ from django.urls import reverse
 from consult.models import AgentMessage, ConsultationEvent
 from consult.rating.blinding import blind_plan
 from consult.rating.models import Assignment
-from tests.conftest import make_user
 from tests.consult.rating.support import (
     finished_consultation,
     study_over,
     system_plan,
     with_comparator,
 )
+from tests.fixtures.personas import make_user
 
 # The board's own names for its members: present in agent traces, never in a packet.
 ROLE_NAMES = (

@@ -17,13 +17,13 @@ from consult.rating.models import Assignment, LLMRating, Packet, Study
 from consult.rating.services import assignment_open, rating_submit, study_allocation_reproduces
 from consult.rating.statistics import icc_2_1
 from mdtboard.audit.models import AuditEvent
-from tests.conftest import make_user
 from tests.consult.rating.support import (
     answers,
     finished_consultation,
     study_over,
     with_comparator,
 )
+from tests.fixtures.personas import make_user
 from tests.llm_stub import StubReply
 
 pytestmark = pytest.mark.django_db
