@@ -200,6 +200,7 @@ def _gives(component: Any) -> set[str]:
     return set(lexicon.given(component.agents, component.description).drugs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HARD))
 def test_llm_insisting_on_forbidden_drugs_in_every_role_never_gets_them_into_the_plan(
     name: str, retriever: BundleRetriever

@@ -16,7 +16,7 @@ from mdtboard.audit.models import AuditEvent
 from tests.fixtures.consultations import submitted
 from tests.fixtures.seed import load_seed
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 SEQ = re.compile(r'id="board-seq"\s+data-seq="(\d+)"')
 
 

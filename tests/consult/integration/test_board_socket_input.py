@@ -41,6 +41,7 @@ HOSTILE_RESUMES = [
 ]
 
 
+@pytest.mark.slow
 async def test_board_socket_ignores_hostile_resumes_and_keeps_working(
     finished: Any, colleague: Any
 ) -> None:
@@ -81,6 +82,7 @@ async def test_board_socket_closes_a_flooding_client_with_a_policy_code(
     await communicator.disconnect()
 
 
+@pytest.mark.slow
 async def test_board_socket_allows_a_client_that_reconnects_normally(
     queued: Any, colleague: Any
 ) -> None:

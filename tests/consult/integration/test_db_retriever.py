@@ -16,6 +16,8 @@ from knowledge import selectors
 from tests.fixtures.seed import load_seed
 from tests.paths import PUBLIC_CASES
 
+pytestmark = pytest.mark.slow
+
 PANEL = ("diagnostic", "treatment", "safety", "monitoring")
 
 

@@ -36,6 +36,7 @@ def _socket(client: Client, path: str) -> WebsocketCommunicator:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["board", "/ws/notifications/"])
 async def test_an_open_socket_closes_when_its_sign_in_times_out(
     clinician: Any, queued: Any, settings: Any, path: str

@@ -57,6 +57,7 @@ def _reviewed_edit(curator: Any, reviewer: Any, key: str, **overrides: Any) -> U
     return version_publish(actor=reviewer, version=version)
 
 
+@pytest.mark.slow
 def test_first_load_publishes_the_seed_and_a_second_load_changes_nothing(
     seed_dir: Path,
 ) -> None:

@@ -23,7 +23,7 @@ from tests.paths import REPO
 from tests.stack import child_env
 
 # pg_restore replaces every table: it cannot run inside a test's transaction.
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

@@ -73,6 +73,7 @@ def _packet_html(client: Client, study: Any, rater: Any) -> str:
     return response.content.decode()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_real_consultation_packet_names_no_engine_model_role_or_unit(
     finished: Any, clinician: Any, rater: Any, admin_user: Any

@@ -290,6 +290,7 @@ def _llm_reply(request: Any) -> StubReply:
     return StubReply(content=json.dumps(reply.model_dump()))
 
 
+@pytest.mark.slow
 def test_the_llm_rater_is_a_separate_arm_physicians_never_see(
     llm_env: Any, admin_user: Any, consultations: list[Any], raters: list[Any]
 ) -> None:

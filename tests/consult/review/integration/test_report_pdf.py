@@ -23,6 +23,8 @@ from consult.review.report import DISCLAIMER, report_html
 from tests.consult.review.planned import planned
 from tests.fixtures.browser import SCREENSHOT_DIR
 
+pytestmark = pytest.mark.slow
+
 HOSTILE_IMG = "<img src=http://198.51.100.23/pixel.png>"
 HOSTILE_SCRIPT = "<script>alert('x')</script>"
 
