@@ -5,11 +5,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export DJANGO_SETTINGS_MODULE ?= mdtboard.settings.local
 
-.PHONY: run test lint bench soak evaluate backup restore install install-dev chromium poppler clean-var help
+.PHONY: run test test-fast lint bench soak evaluate backup restore install install-dev chromium poppler clean-var help
 
 help:
 	@echo "make run       install, start embedded PostgreSQL+Redis, migrate, seed, serve on :8000"
 	@echo "make test      install test tools (and Chromium), lint, run the whole test suite"
+	@echo "make test-fast the inner loop: every test but the slow, integration and browser ones"
 	@echo "make lint      ruff, mypy, djlint, import rules (lint-imports)"
 	@echo "make bench     print benchmark figures as JSON lines"
 	@echo "make soak      fault injection under load (N=6 M=4 S=120); non-zero exit if anything is lost"
@@ -51,6 +52,11 @@ lint: install-dev
 
 test: install-dev chromium poppler lint
 	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m pytest
+
+# The inner loop: no lint, no browser, no real worker or server, nothing marked slow; under two
+# minutes. ARGS passes options on: `make test-fast ARGS=--lf` reruns what failed last time.
+test-fast: install-dev
+	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m pytest -q -m "not slow and not integration and not e2e" $(ARGS)
 
 bench: install-dev
 	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m benchmarks

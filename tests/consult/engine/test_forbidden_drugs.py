@@ -19,8 +19,8 @@ from consult.engine.protocols import MemoryStore
 from consult.engine.providers import LLMProvider
 from consult.engine.schemas import Plan
 from consult.llm import Budget, LLMClient, LLMSettings
-from tests.consult.engine.support import BundleRetriever, deliberation, load_case, seed_bundle
-from tests.consult.llm_responder import _payload
+from tests.consult.engine.support import BundleRetriever, deliberation, load_case
+from tests.consult.llm_responder import request_payload
 from tests.llm_stub import StubLLM, StubReply, StubRequest
 from tests.paths import PUBLIC_CASES
 
@@ -146,7 +146,7 @@ def _insisting_responder(insists: list[dict[str, Any]]) -> Callable[[StubRequest
 
     def respond(request: StubRequest) -> StubReply:
         schema = str((request.json_schema or {}).get("title", ""))
-        data = _payload(request)
+        data = request_payload(request)
         cited = [
             e["unit_id"]
             for e in data.get("evidence", [])
@@ -181,11 +181,6 @@ def _insisting_responder(insists: list[dict[str, Any]]) -> Callable[[StubRequest
     return respond
 
 
-@pytest.fixture(scope="module")
-def retriever() -> BundleRetriever:
-    return BundleRetriever(seed_bundle())
-
-
 def _run(case: dict[str, Any], stub: StubLLM, retriever: BundleRetriever) -> Plan:
     settings = LLMSettings(
         base_url=stub.base_url, api_key="sk-stub", model="stub-model", backoff_base_s=0.01
@@ -205,6 +200,7 @@ def _gives(component: Any) -> set[str]:
     return set(lexicon.given(component.agents, component.description).drugs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HARD))
 def test_llm_insisting_on_forbidden_drugs_in_every_role_never_gets_them_into_the_plan(
     name: str, retriever: BundleRetriever

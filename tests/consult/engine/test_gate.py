@@ -20,14 +20,8 @@ from tests.consult.engine.support import (
     evidence_unit,
     load_case,
     safety_rule,
-    seed_bundle,
 )
 from tests.paths import PUBLIC_CASES
-
-
-@pytest.fixture(scope="module")
-def retriever() -> BundleRetriever:
-    return BundleRetriever(seed_bundle())
 
 
 def _option(description: str, *agents: str, **fields: Any) -> ProposedComponent:

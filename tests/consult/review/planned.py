@@ -6,22 +6,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
 from django.utils import timezone
 
-from tests.paths import REPO
-
-
-@cache
-def seed_bundle() -> Any:
-    import yaml
-
-    from knowledge.bundle import bundle_from_documents
-
-    seed = sorted((REPO / "knowledge" / "seed").glob("*.yaml"))
-    return bundle_from_documents([yaml.safe_load(p.read_text()) for p in seed])
+from tests.fixtures.seed import seed_bundle
 
 
 def planned(
@@ -34,7 +23,7 @@ def planned(
     from consult.models import Consultation, Plan
     from consult.services.consultations import consultation_start
     from mdtboard.audit.hashing import payload_hash
-    from tests.consult.integration.test_consultations import submitted
+    from tests.fixtures.consultations import submitted
 
     dossier = submitted(clinician, team, case)
     consultation = consultation_start(actor=clinician, dossier=dossier, enqueue=False)

@@ -133,8 +133,8 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
     from knowledge.services import bundle_import
     from knowledge.tasks import versions_embed_task
     from mdtboard.accounts.services import team_get_or_create
-    from tests.conftest import make_user
-    from tests.consult.integration.test_consultations import submitted
+    from tests.fixtures.consultations import submitted
+    from tests.fixtures.personas import make_user
     from tests.knowledge.kb_factory import SOURCE, bundle, unit
 
     try:
