@@ -98,15 +98,23 @@ class LLMProvider:
     """Every role through the LLM. Any failure of a turn (invalid after repair, endpoint
     unavailable, budget spent) falls back to the guideline engine for that turn only."""
 
-    def __init__(self, llm: LLM, *, fallback: GuidelineProvider | None = None) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        fallback: GuidelineProvider | None = None,
+        addenda: Mapping[str, str] | None = None,
+    ) -> None:
         self.llm = llm
         self.fallback = fallback or GuidelineProvider()
+        # Prompt name -> the admin-approved addendum in force when the consultation started.
+        self.addenda = dict(addenda or {})
         self.name = f"llm:{llm.model_for('coordinator')}"
 
     async def _ask(
         self, role: str, prompt: str, user: dict[str, Any], schema: type[T], on_delta: Delta = None
     ) -> tuple[T | None, Usage | None, str]:
-        system = prompting.system_prompt(prompt, role)
+        system = prompting.system_prompt(prompt, role, self.addenda)
         started = time.monotonic()
         try:
             value, usage = await self.llm.complete_structured(

@@ -113,6 +113,7 @@ class StepKind(StrEnum):
     CONSENSUS = "consensus"
     GATE = "gate"
     PLAN = "plan"
+    EXPERIENCE = "experience"  # the past cases recalled from round 2 (MDTeamGPT)
 
 
 class EventKind(StrEnum):
