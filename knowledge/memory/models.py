@@ -161,6 +161,18 @@ class _Governed(models.Model):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_note = models.CharField(max_length=500, blank=True)
+    # The version that was active when this one was approved: a rollback restores it.
+    replaces = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    rolled_back_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    rolled_back_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         abstract = True
@@ -216,3 +228,22 @@ class WeightVersion(_Governed):
     @property
     def label(self) -> str:
         return f"w{self.number}"
+
+
+class PruneRun(models.Model):
+    """One pass of cache-and-prune, with what it did: the admin page's figures."""
+
+    ran_at = models.DateTimeField(auto_now_add=True)
+    examined = models.PositiveIntegerField(default=0)
+    embedded = models.PositiveIntegerField(default=0)
+    duplicates = models.PositiveIntegerField(default=0)
+    stale = models.PositiveIntegerField(default=0)
+    over_capacity = models.PositiveIntegerField(default=0)
+    kept_helped = models.PositiveIntegerField(default=0)
+    active_after = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-ran_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"prune run {self.pk} at {self.ran_at:%Y-%m-%d %H:%M}"

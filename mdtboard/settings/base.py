@@ -247,6 +247,12 @@ MEMORY_PRUNE_EVERY_S = env.float("MEMORY_PRUNE_EVERY_S", default=3600.0)
 EVOLUTION_MIN_PATTERN = env.int("EVOLUTION_MIN_PATTERN", default=3)
 EVOLUTION_WEIGHT_STEP = env.float("EVOLUTION_WEIGHT_STEP", default=0.1)
 EVOLUTION_WEIGHT_CAP = env.float("EVOLUTION_WEIGHT_CAP", default=0.3)
+# For a deployment that runs celery beat (each worker also keeps its own timer).
+CELERY_BEAT_SCHEDULE = (
+    {"memory-maintain": {"task": "memory.memory_maintain", "schedule": MEMORY_PRUNE_EVERY_S}}
+    if MEMORY_PRUNE_EVERY_S > 0
+    else {}
+)
 # Nothing may download model weights at run time.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
