@@ -171,3 +171,9 @@ def version_history() -> dict[str, list[Any]]:
         "prompts": list(PromptVersion.objects.exclude(status=VersionStatus.PROPOSED)),
         "weights": list(WeightVersion.objects.exclude(status=VersionStatus.PROPOSED)),
     }
+
+
+def prune_runs(limit: int = 5) -> list[Any]:
+    from knowledge.memory.models import PruneRun
+
+    return list(PruneRun.objects.all()[:limit])
