@@ -136,13 +136,16 @@ def propose_now(request: AuthedRequest) -> HttpResponse:
 
 
 def _version(kind: str, pk: int) -> PromptVersion | WeightVersion:
-    model = {"prompt": PromptVersion, "weights": WeightVersion}.get(kind)
-    if model is None:
+    version: PromptVersion | WeightVersion | None
+    if kind == "prompt":
+        version = PromptVersion.objects.filter(pk=pk).first()
+    elif kind == "weights":
+        version = WeightVersion.objects.filter(pk=pk).first()
+    else:
         raise Http404("No such kind of version")
-    try:
-        return model.objects.get(pk=pk)
-    except model.DoesNotExist as exc:
-        raise Http404("No such version") from exc
+    if version is None:
+        raise Http404("No such version")
+    return version
 
 
 @require_POST
