@@ -37,7 +37,7 @@ from consult.engine.schemas import (
     Synthesis,
     Vote,
 )
-from consult.engine.vocab import CORE_ROLES, RELEVANT_STAGING, STAGING_LABELS
+from consult.engine.vocab import CORE_ROLES, NO_PAST_CASE, RELEVANT_STAGING, STAGING_LABELS
 
 ENGINE_NAME = "guideline-engine"
 GRADE_CONFIDENCE = {1: 0.95, 2: 0.88, 3: 0.8, 4: 0.7, 5: 0.6}
@@ -546,9 +546,6 @@ def synthesis(
         monitoring=monitoring,
     )
     return Synthesis(residual=residual, draft=draft, confidence=confidence)
-
-
-NO_PAST_CASE = "No similar past case."
 
 
 def long_term_memory(experience: Sequence[PastCase]) -> str:
