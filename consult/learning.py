@@ -398,9 +398,17 @@ def experience_from_rating(*, rating_id: int) -> int | None:
 # --- recall, for the engine -----------------------------------------------------------------
 
 
+def brief(summary: str) -> str:
+    """A past case as another team's clinicians may read it in a plan: its cancer and derived
+    staging only, none of the other patient's demographics, laboratory values or history."""
+    parts = summary.split(". ")
+    return ". ".join(parts[:1] + [p for p in parts[1:2] if p.startswith("derived:")])
+
+
 class DbExperience:
     """The engine's ExperienceRetriever over the database memory (CorrectKB and ChainKB
-    together): the k most similar past cases of the same cancer."""
+    together): the k most similar past cases of the same cancer, each with its lesson and a
+    brief of the case (the plan that records them is read by the patient's team)."""
 
     def similar(self, *, case: Mapping[str, Any], k: int) -> list[PastCase]:
         found = experience_similar(
@@ -409,7 +417,7 @@ class DbExperience:
         return [
             PastCase(
                 kind=r.kind,
-                summary=r.summary,
+                summary=brief(r.summary),
                 lesson=r.lesson,
                 similarity=r.similarity,
                 entry_id=r.entry_id,

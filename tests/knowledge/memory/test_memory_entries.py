@@ -164,3 +164,52 @@ def test_a_retired_entry_is_not_recalled_and_cannot_be_edited(
     with pytest.raises(ExperienceError):
         experience_retire(actor=admin_user, entry=entry, reason="again")
     assert AuditEvent.objects.filter(action="memory.entry.retire", actor=admin_user).count() == 1
+
+
+def _rated(clinician: Any, team: Any, admin: Any, rater: Any, system: int, other: int) -> Any:
+    """A rater's scores for the board's plan (``system`` on every dimension) against the
+    team's own plan (``other``)."""
+    from consult.rating.services import assignment_open, rating_submit
+    from tests.consult.rating.support import (
+        answers,
+        finished_consultation,
+        study_over,
+        with_comparator,
+    )
+
+    consultation = finished_consultation(clinician, team, "pub-hcc-01.json")
+    with_comparator(clinician, consultation)
+    study = study_over(admin, [consultation], [rater])
+    assignment = study.assignments.get()
+    assignment_open(actor=rater, assignment=assignment)
+    a, b = (system, other) if assignment.packet.system_position == "A" else (other, system)
+    return rating_submit(actor=rater, assignment=assignment, data=answers(a, b))
+
+
+def test_a_plan_rated_well_feeds_correctkb(
+    clinician: Any, team: Any, admin_user: Any, rater: Any
+) -> None:
+    # given the board's plan rated 5 on every dimension
+    good = _rated(clinician, team, admin_user, rater, system=5, other=3)
+    entry = ExperienceEntry.objects.get(pk=learning.experience_from_rating(rating_id=good.pk))
+    assert entry.kind == EntryKind.CORRECT
+    assert entry.source == "rating_good"
+
+
+def test_a_plan_rated_poorly_feeds_chainkb_with_the_human_plan_as_the_correct_one(
+    clinician: Any, team: Any, admin_user: Any, rater: Any
+) -> None:
+    poor = _rated(clinician, team, admin_user, rater, system=1, other=4)
+    entry = ExperienceEntry.objects.get(pk=learning.experience_from_rating(rating_id=poor.pk))
+    assert entry.kind == EntryKind.CHAIN
+    assert entry.source == "rating_poor"
+    assert "rated 1.0/5" in entry.error_reflection
+    assert entry.signals["decision"] == "rating"
+
+
+def test_a_middling_rating_teaches_nothing(
+    clinician: Any, team: Any, admin_user: Any, rater: Any
+) -> None:
+    middling = _rated(clinician, team, admin_user, rater, system=3, other=3)
+    assert learning.experience_from_rating(rating_id=middling.pk) is None
+    assert ExperienceEntry.objects.count() == 0
