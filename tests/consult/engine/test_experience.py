@@ -120,3 +120,59 @@ def test_weight_offsets_are_added_to_the_panel_only_and_never_silence_a_member()
 def test_engine_config_refuses_an_offset_beyond_one() -> None:
     with pytest.raises(ValueError, match="offset"):
         EngineConfig(weight_offsets={"safety": 1.5})
+
+
+def _llm_run(case: dict[str, Any], experience: Any, seen: list[dict[str, Any]]) -> MemoryStore:
+    """Only the Coordinator's turns answer through the (scripted) LLM; every other turn fails
+    and falls back to the guideline engine."""
+    from consult.engine.providers import LLMProvider
+    from consult.engine.schemas import Synthesis
+    from tests.consult.engine.support import ScriptedLLM
+
+    def answer(role: str, schema: type, user: dict[str, Any]) -> Any:
+        if schema is not Synthesis:
+            return RuntimeError("not scripted")
+        seen.append(user)
+        return {
+            "residual": {
+                "consistency": "c",
+                "conflict": "c",
+                "independence": "i",
+                "integration": "i",
+                "long_term_memory": "A similar case: band the varices first.",
+            },
+            "draft": {"summary": "s", "intent": "palliative", "components": []},
+            "confidence": 0.5,
+        }
+
+    store = MemoryStore()
+    deliberation = Deliberation(
+        case=case,
+        facts=case_facts(case),
+        staging=staging_summary(derive_all(case)),
+        retriever=BundleRetriever(seed_bundle()),
+        store=store,
+        provider=LLMProvider(ScriptedLLM(answer)),
+        experience=experience,
+        config=EngineConfig(cancel_poll_s=0.05),
+    )
+    asyncio.run(deliberation.run())
+    return store
+
+
+def test_the_llm_coordinator_sees_the_past_cases_and_cannot_misstate_what_was_recalled() -> None:
+    case, _ = load_case(PUBLIC_CASES / "pub-hcc-03.json")
+    # with a past case recalled: the Coordinator receives it in round 2, and the residual
+    # records it by label before the Coordinator's note
+    seen: list[dict[str, Any]] = []
+    store = _llm_run(case, Recall([PAST]), seen)
+    assert seen[0]["similar_past_cases"] == []
+    assert seen[1]["similar_past_cases"][0]["label"] == "ChainKB #7"
+    memory = store.steps["r2.synthesis"]["synthesis"]["residual"]["long_term_memory"]
+    assert memory.startswith("ChainKB #7 (similarity 0.91)")
+    assert memory.endswith("| Coordinator: A similar case: band the varices first.")
+    # with nothing recalled, a "similar case" the Coordinator claims is not recorded
+    store = _llm_run(case, Recall([]), [])
+    for step in ("r1.synthesis", "r2.synthesis"):
+        residual = store.steps[step]["synthesis"]["residual"]
+        assert residual["long_term_memory"] == "No similar past case."
