@@ -10,7 +10,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, assert_never
 
-from consult.engine.vocab import CORE_ROLES, RELEVANT_STAGING, STAGING_LABELS, EventKind
+from consult.engine.vocab import (
+    CORE_ROLES,
+    NO_PAST_CASE,
+    RELEVANT_STAGING,
+    STAGING_LABELS,
+    EventKind,
+)
 from consult.labels import fact_label
 from consult.plan_view import PHASE_LABELS, PlanView, cancer_of, need_label, plan_view
 
@@ -119,6 +125,13 @@ class RoundView:
     @property
     def dom(self) -> str:
         return f"round-{self.number}"
+
+    @property
+    def memory(self) -> str:
+        """The residual context's "Long-term memory" when past cases were recalled (a round
+        that recalled none says nothing about it)."""
+        text = str((self.residual or {}).get("long_term_memory") or "")
+        return "" if text == NO_PAST_CASE else text
 
 
 @dataclass
