@@ -595,7 +595,7 @@ def allergy_check(
         )
     checked = [g for g in allergy_gates if g.status == "pass" and g.effect != "clear"]
     caution = (
-        " Cross-reactivity precautions apply: " + "; ".join(g.detail for g in checked) + "."
+        " Precautions for the recorded allergies: " + "; ".join(g.detail for g in checked) + "."
         if checked
         else ""
     )
