@@ -417,14 +417,6 @@ def safety_gate(
             )
         )
     _named_allergens(items, facts, removed, outcome)
-    check = allergy_check(outcome.gates, facts, removed)
-    # One allergy check stands for the allergy rules that found nothing (no line per rule).
-    outcome.gates = [
-        g
-        for g in outcome.gates
-        if not (g.gate.startswith(ALLERGY_GATE_PREFIX) and g.effect == "clear")
-    ]
-    outcome.gates.append(check)
     arranged = arrange(items, removed=removed, demoted=demoted, held=held, declines=declines)
     outcome.rejected = arranged.rejected
     outcome.blocked = {**demoted, **held}
@@ -558,9 +550,20 @@ def _named_allergens(
             )
 
 
-def allergy_check(
-    gates: Sequence[GateResult], facts: Mapping[str, Any], removed: Mapping[str, str]
-) -> GateResult:
+def with_allergy_check(outcome: GateOutcome, facts: Mapping[str, Any]) -> GateOutcome:
+    """The plan's safety section with its allergy check: one line that stands for the allergy
+    rules that found nothing (no line per rule), added whatever the plan."""
+    check = allergy_check(outcome.gates, facts)
+    outcome.gates = [
+        g
+        for g in outcome.gates
+        if not (g.gate.startswith(ALLERGY_GATE_PREFIX) and g.effect == "clear")
+    ]
+    outcome.gates.append(check)
+    return outcome
+
+
+def allergy_check(gates: Sequence[GateResult], facts: Mapping[str, Any]) -> GateResult:
     """The allergy check, always shown: failed when a drug of the plan met a recorded
     allergy (it left the plan), passed when the recorded allergies touch nothing the plan
     gives, not checked when no allergy record exists."""

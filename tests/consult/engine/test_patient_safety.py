@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from consult.engine.aio import run_coroutine
-from consult.engine.gate import safety_gate
+from consult.engine.gate import safety_gate, with_allergy_check
 from consult.engine.schemas import ProposedComponent
 from tests.consult.engine.support import (
     BundleRetriever,
@@ -39,7 +39,7 @@ def _gate(outcome: Any, name: str) -> Any:
 
 def test_allergy_check_is_not_checked_without_an_allergy_record() -> None:
     # given a plan and a dossier with no allergy record
-    outcome = safety_gate([_option("R-CHOP x6", "rituximab")], [], facts={})
+    outcome = with_allergy_check(safety_gate([_option("R-CHOP x6", "rituximab")], [], facts={}), {})
     # then the allergy check is shown as not checked and asks for the record
     check = _gate(outcome, "allergy_check")
     assert check.status == "unknown"
@@ -50,6 +50,7 @@ def test_allergy_check_passes_when_no_recorded_allergy_touches_the_plan() -> Non
     # given an allergy to penicillin and a plan without any penicillin
     facts = {"patient.allergies": ["Penicillin (rash)"], "derived.allergy_classes": ["penicillin"]}
     outcome = safety_gate([_option("R-CHOP x6", "rituximab")], [], facts=facts)
+    outcome = with_allergy_check(outcome, facts)
     # then the check passed and says what it compared
     check = _gate(outcome, "allergy_check")
     assert check.status == "pass"
@@ -63,7 +64,7 @@ def test_a_drug_named_in_the_allergies_leaves_the_plan_even_without_a_rule() -> 
     first = _option("ABVD x6", "doxorubicin", "bleomycin", "vinblastine", "dacarbazine")
     second = _option("AVD x6", "doxorubicin", "vinblastine", "dacarbazine")
     second.role, second.rank, second.when = "alternative", 1, "if bleomycin cannot be given"
-    outcome = safety_gate([first, second], [], facts=facts)
+    outcome = with_allergy_check(safety_gate([first, second], [], facts=facts), facts)
     # then the bleomycin regimen is ruled out with the allergy as reason, the next safe one leads
     primary = [c.description for c in outcome.components if c.role == "primary"]
     assert primary == ["AVD x6"]
