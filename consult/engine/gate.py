@@ -476,13 +476,12 @@ def _check_result(
             unit=unit.unit_id,
             detail=f"{unit.title}: failed{values}. {advice}".strip(),
         )
-    passed = str(action.get("passed") or "")
     return GateResult(
         gate=gate,
         status="pass",
-        effect="clear",
+        effect="checked",
         unit=unit.unit_id,
-        detail=f"{unit.title}: passed{values}" + (f". {passed}" if passed else ""),
+        detail=f"{unit.title}: passed{values}",
     )
 
 
@@ -605,7 +604,7 @@ def allergy_check(gates: Sequence[GateResult], facts: Mapping[str, Any]) -> Gate
     return GateResult(
         gate=ALLERGY_CHECK,
         status="pass",
-        effect="clear",
+        effect="checked",
         detail=f"Allergy check: passed - recorded allergies ({recorded}) checked against every "
         f"drug of the plan; none of them is affected.{caution}{by_hand}",
     )
