@@ -31,7 +31,7 @@ from consult.engine.context import (
     Triage,
     VoteInput,
 )
-from consult.engine.gate import relevant_need
+from consult.engine.gate import relevant_need, with_allergy_check
 from consult.engine.grounding import ground_report, tree_nodes
 from consult.engine.options import not_advised
 from consult.engine.protocols import (
@@ -612,6 +612,8 @@ class Deliberation:
                 ruled_out=ruled_out,
                 labels=self.labels,
             )
+            # Every plan shows its allergy check (failed, passed or not checked).
+            outcome = with_allergy_check(outcome, self.state.facts)
             cited = set(outcome.cited)
             payload = {
                 "units": [_evidence_to_dict(u) for u in units if u.unit_id in cited],

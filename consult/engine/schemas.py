@@ -235,6 +235,7 @@ GateEffect = Literal[
     "dose",  # given at the adjusted dose
     "warning",  # given; the rule asks for attention
     "needs_data",  # cannot be checked: the inputs are missing
+    "checked",  # a patient-level check (allergies, liver function) passed, shown with its values
 ]
 
 
