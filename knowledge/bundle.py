@@ -362,8 +362,11 @@ class SafetyAction(_Strict):
     )
     omit: bool = False
     addressed_by: tuple[Annotated[str, Field(min_length=3, max_length=80)], ...] = ()
-    check: bool = False
-    shows: tuple[Annotated[str, Field(pattern=FACT_PATTERN, max_length=80)], ...] = ()
+    # Left out of the content when unset, so that adding them changed no existing unit's hash.
+    check: bool = Field(default=False, exclude_if=lambda v: v is False)
+    shows: tuple[Annotated[str, Field(pattern=FACT_PATTERN, max_length=80)], ...] = Field(
+        default=(), exclude_if=lambda v: not v
+    )
 
     @model_validator(mode="after")
     def _targets_something(self) -> SafetyAction:

@@ -23,6 +23,11 @@ silently). ``effect`` says which, ``action`` what must be done. Only rules that 
 of the plan are reported (and flags about the patient whatever the plan); rules about
 pregnancy or breastfeeding are left out for a patient who cannot be pregnant. Each decision
 leaves a conflict record with the safety-first rationale.
+
+Two checks are shown whatever the plan: a rule marked ``check`` (the HCC liver-function gate)
+with the values it read, and the allergy check (``with_allergy_check``, added by the
+deliberation), which sums up the ``allergy_*`` rules and the drugs the recorded allergies name:
+failed, passed or not checked.
 """
 
 from __future__ import annotations

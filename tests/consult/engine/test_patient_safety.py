@@ -153,3 +153,22 @@ def test_every_pregnant_patient_gets_obstetric_and_fetal_monitoring(
     case["patient"]["pregnant"] = False
     plan = run_coroutine(lambda: deliberation(case, retriever=retriever).run())
     assert "fetal" not in json.dumps([m.model_dump() for m in plan.monitoring]).casefold()
+
+
+def test_a_pregnant_woman_with_intermediate_hcc_gets_no_chemoembolisation(
+    retriever: BundleRetriever,
+) -> None:
+    # given a BCLC B HCC (chemoembolisation is the standard) in a woman 20 weeks pregnant
+    case, _ = load_case(PUBLIC_CASES / "pub-hcc-02.json")
+    case["patient"].update(
+        sex="female", age_years=36, pregnant=True, gestational_age_weeks=20, menopausal_status=None
+    )
+    plan = run_coroutine(lambda: deliberation(case, retriever=retriever).run())
+    components = plan.recommendation.components
+    # then no item of any role is a chemoembolisation; TACE is ruled out with the reason
+    assert not [c for c in components if c.modality == "locoregional"]
+    assert any("pregnan" in r.reason.casefold() for r in plan.rejected_options)
+    # and the pathway is the joint decision with maternal-fetal medicine, with fetal monitoring
+    primary = [c for c in components if c.role == "primary"]
+    assert "maternal-fetal" in primary[0].description
+    assert "fetal growth" in json.dumps([m.model_dump() for m in plan.monitoring]).casefold()
