@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from consult.engine.protocols import PastCase
 from knowledge.calculators import derive_all, staging_summary
+from knowledge.memory.evolution import evolution_propose
 from knowledge.memory.models import EntrySource
 from knowledge.memory.selectors import experience_similar
 from knowledge.memory.services import (
@@ -266,6 +267,15 @@ def chain_fields(
     )
 
 
+def _chain_recorded(draft: EntryDraft) -> int:
+    """Record a ChainKB entry, then look for a pattern it completes: the administrator sees a
+    proposal as soon as enough corrected cases share one (it still changes nothing until
+    approved)."""
+    entry = experience_record(draft=draft)
+    evolution_propose()
+    return entry.pk
+
+
 # --- from a review --------------------------------------------------------------------------
 
 
@@ -324,7 +334,7 @@ def experience_from_review(*, review_id: int) -> int | None:
         **fields,
         **common,
     )
-    return experience_record(draft=draft).pk
+    return _chain_recorded(draft)
 
 
 # --- from a rating --------------------------------------------------------------------------
@@ -383,7 +393,7 @@ def experience_from_rating(*, rating_id: int) -> int | None:
             **fields,
             **common,
         )
-        return experience_record(draft=draft).pk
+        return _chain_recorded(draft)
     if mean >= GOOD_MEAN:
         draft = EntryDraft(
             source=EntrySource.RATING_GOOD,
