@@ -51,4 +51,4 @@ CONSULTATION_RECOVER_EVERY_S = 0.0
 SESSION_COOKIE_AGE = 8 * 3600
 # The memory's maintenance pass is tested directly; the test worker keeps no timer for it.
 MEMORY_PRUNE_EVERY_S = 0.0
-CELERY_BEAT_SCHEDULE: dict[str, object] = {}
+CELERY_BEAT_SCHEDULE = {}
