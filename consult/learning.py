@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from consult.engine.protocols import PastCase
 from knowledge.calculators import derive_all, staging_summary
+from knowledge.embeddings import EmbeddingError
 from knowledge.memory.evolution import evolution_propose
 from knowledge.memory.models import EntrySource
 from knowledge.memory.selectors import experience_similar
@@ -421,9 +422,14 @@ class DbExperience:
     brief of the case (the plan that records them is read by the patient's team)."""
 
     def similar(self, *, case: Mapping[str, Any], k: int) -> list[PastCase]:
-        found = experience_similar(
-            text=case_text(case), cancer_type=str(case.get("cancer_type") or "other"), k=k
-        )
+        try:
+            found = experience_similar(
+                text=case_text(case), cancer_type=str(case.get("cancer_type") or "other"), k=k
+            )
+        except EmbeddingError as exc:
+            # The board deliberates without memory rather than not at all.
+            logger.warning("experience recall failed (%s): no past cases", type(exc).__name__)
+            return []
         return [
             PastCase(
                 kind=r.kind,
