@@ -199,3 +199,23 @@ def test_only_an_admin_decides(clinician: Any, team: Any, curator: Any) -> None:
         version_approve(actor=curator, version=proposal)
     proposal.refresh_from_db()
     assert proposal.status == VersionStatus.PROPOSED
+
+
+def test_one_proposal_waits_at_a_time_and_the_next_keeps_the_approved_lesson(
+    clinician: Any, team: Any, admin_user: Any
+) -> None:
+    # given a pending refinement of the Treatment prompt
+    _three_corrections(clinician, team)
+    first = PromptVersion.objects.get(status="proposed")
+    # when three more cases are corrected the same way before anyone decides
+    for reason in REASONS:
+        _correct(clinician, team, reason + " (again)")
+    # then still one proposal waits
+    assert PromptVersion.objects.filter(status="proposed").count() == 1
+    # and once the first is approved, the next is drawn on top of it
+    version_approve(actor=admin_user, version=first)
+    evolution_propose()
+    second = PromptVersion.objects.get(status="proposed")
+    assert second.number == 2
+    assert second.addendum.startswith(first.addendum)
+    assert second.addendum.count("reviewed cases") == 2
