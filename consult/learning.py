@@ -311,8 +311,11 @@ def experience_from_review(*, review_id: int) -> int | None:
             **common,
         )
         return experience_record(draft=draft).pk
-    # The board's own proposal is what was wrong; for an amendment, the version it amended.
-    board = versions[decided.based_on].payload if decided.based_on else versions[1].payload
+    # What was wrong: for an amendment, the version it amended; for a rejection, the version
+    # rejected (the board's own, or an amendment of it).
+    board = decided.payload
+    if review.decision == Decision.AMEND and decided.based_on in versions:
+        board = versions[decided.based_on].payload
     if review.decision == Decision.AMEND:
         correct: dict[str, Any] | None = decided.payload
         correct_text = plan_text(decided.payload)
