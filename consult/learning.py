@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from consult.engine.protocols import PastCase
 from knowledge.calculators import derive_all, staging_summary
+from knowledge.embeddings import EmbeddingError
+from knowledge.memory.evolution import evolution_propose
 from knowledge.memory.models import EntrySource
 from knowledge.memory.selectors import experience_similar
 from knowledge.memory.services import (
@@ -266,6 +268,15 @@ def chain_fields(
     )
 
 
+def _chain_recorded(draft: EntryDraft) -> int:
+    """Record a ChainKB entry, then look for a pattern it completes: the administrator sees a
+    proposal as soon as enough corrected cases share one (it still changes nothing until
+    approved)."""
+    entry = experience_record(draft=draft)
+    evolution_propose()
+    return entry.pk
+
+
 # --- from a review --------------------------------------------------------------------------
 
 
@@ -300,8 +311,11 @@ def experience_from_review(*, review_id: int) -> int | None:
             **common,
         )
         return experience_record(draft=draft).pk
-    # The board's own proposal is what was wrong; for an amendment, the version it amended.
-    board = versions[decided.based_on].payload if decided.based_on else versions[1].payload
+    # What was wrong: for an amendment, the version it amended; for a rejection, the version
+    # rejected (the board's own, or an amendment of it).
+    board = decided.payload
+    if review.decision == Decision.AMEND and decided.based_on in versions:
+        board = versions[decided.based_on].payload
     if review.decision == Decision.AMEND:
         correct: dict[str, Any] | None = decided.payload
         correct_text = plan_text(decided.payload)
@@ -324,7 +338,7 @@ def experience_from_review(*, review_id: int) -> int | None:
         **fields,
         **common,
     )
-    return experience_record(draft=draft).pk
+    return _chain_recorded(draft)
 
 
 # --- from a rating --------------------------------------------------------------------------
@@ -383,7 +397,7 @@ def experience_from_rating(*, rating_id: int) -> int | None:
             **fields,
             **common,
         )
-        return experience_record(draft=draft).pk
+        return _chain_recorded(draft)
     if mean >= GOOD_MEAN:
         draft = EntryDraft(
             source=EntrySource.RATING_GOOD,
@@ -411,9 +425,14 @@ class DbExperience:
     brief of the case (the plan that records them is read by the patient's team)."""
 
     def similar(self, *, case: Mapping[str, Any], k: int) -> list[PastCase]:
-        found = experience_similar(
-            text=case_text(case), cancer_type=str(case.get("cancer_type") or "other"), k=k
-        )
+        try:
+            found = experience_similar(
+                text=case_text(case), cancer_type=str(case.get("cancer_type") or "other"), k=k
+            )
+        except EmbeddingError as exc:
+            # The board deliberates without memory rather than not at all.
+            logger.warning("experience recall failed (%s): no past cases", type(exc).__name__)
+            return []
         return [
             PastCase(
                 kind=r.kind,

@@ -126,13 +126,6 @@ class RoundView:
     def dom(self) -> str:
         return f"round-{self.number}"
 
-    @property
-    def memory(self) -> str:
-        """The residual context's "Long-term memory" when past cases were recalled (a round
-        that recalled none says nothing about it)."""
-        text = str((self.residual or {}).get("long_term_memory") or "")
-        return "" if text == NO_PAST_CASE else text
-
 
 @dataclass
 class TreeNode:
@@ -280,7 +273,7 @@ def apply(board: Board, event: dict[str, Any]) -> set[str]:
             board.round(number).critiques.append(payload)
             return {f"round:{number}"}
         case EventKind.RESIDUAL:
-            board.round(number).residual = payload
+            board.round(number).residual = _with_memory(payload)
             return {f"round:{number}"}
         case EventKind.DRAFT:
             board.round(number).draft = payload
@@ -314,6 +307,16 @@ def apply(board: Board, event: dict[str, Any]) -> set[str]:
             return changed
         case _:
             assert_never(kind)
+
+
+def _with_memory(residual: dict[str, Any]) -> dict[str, Any]:
+    """The residual as the round card shows it: the past cases recalled ("Long-term memory")
+    follow the Integration; a round that recalled none shows no more than it did before."""
+    memory = str(residual.get("long_term_memory") or "")
+    if not memory or memory == NO_PAST_CASE:
+        return residual
+    integration = str(residual.get("integration") or "")
+    return {**residual, "integration": f"{integration} Long-term memory: {memory}"}
 
 
 def event_kind(raw: str) -> EventKind | None:

@@ -3,13 +3,15 @@ patterns that several ChainKB entries share, the system proposes a refinement of
 small, capped step of a consensus weight. A proposal changes nothing until an administrator
 approves it; an approved version can be rolled back, which restores the one it replaced.
 
-Patterns (per cancer type, over active ChainKB entries not yet behind a proposal):
-- ``removed:<modality>``: the team took items of this modality out of the board's pathway in
-  EVOLUTION_MIN_PATTERN cases or more -> a refinement of the Treatment prompt naming the cases
-  and their reasons;
-- ``safety``: the corrections' reasons speak of harm (contraindications, organ function,
-  interactions) in that many cases -> Safety's consensus weight one step up (never beyond the
-  cap)."""
+Patterns (over active ChainKB entries not yet behind a proposal):
+- ``<cancer>:removed:<modality>``: the team took items of this modality out of the board's
+  pathway in EVOLUTION_MIN_PATTERN cases of that cancer or more -> a refinement of the
+  Treatment prompt naming the cases and their reasons;
+- ``any:safety``: the corrections' reasons speak of harm (contraindications, organ function,
+  interactions) in that many cases, whatever the cancer (the weights are the same for all) ->
+  Safety's consensus weight one step up (never beyond the cap).
+One proposal per prompt (and one for the weights) waits at a time: the next one is drawn from
+the version the administrator's decision leaves in force, so no approved lesson is dropped."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from consult.engine.vocab import CANCER_TYPE_LABELS, CancerType
 from knowledge.memory.models import (
     EntryKind,
     EntryStatus,
@@ -34,6 +37,8 @@ from knowledge.memory.models import (
 from mdtboard.accounts.roles import is_admin
 from mdtboard.audit.services import audit_record
 
+_CANCERS = {c.value for c in CancerType}
+
 
 class EvolutionError(Exception):
     """An evolution action that cannot be done; the message is for the administrator."""
@@ -43,15 +48,13 @@ NOT_ADMIN = "Only an administrator decides on prompt and weight versions."
 NOT_PROPOSED = "This proposal was already decided."
 NOT_ACTIVE = "Only the version in force can be rolled back."
 AT_CAP = "This step would take the weight beyond its cap of ±{cap}."
-# The prompts a refinement may target (file names in consult/engine/prompts).
-PROMPTS = ("treatment", "safety", "diagnostic", "monitoring", "coordinator", "voter", "common")
 
 
 def _patterns(entry: ExperienceEntry) -> list[str]:
     signals = entry.signals or {}
     found = [f"{entry.cancer_type}:removed:{m}" for m in signals.get("removed") or []]
     if signals.get("safety"):
-        found.append(f"{entry.cancer_type}:safety")
+        found.append("any:safety")
     return found
 
 
@@ -81,12 +84,13 @@ def _next_number(model: Any, **where: Any) -> int:
 def _prompt_proposal(pattern: str, entries: list[ExperienceEntry]) -> PromptVersion:
     cancer, _, modality = pattern.split(":", 2)
     active = PromptVersion.objects.filter(prompt="treatment", status=VersionStatus.ACTIVE).first()
+    label = CANCER_TYPE_LABELS.get(CancerType(cancer), cancer) if cancer in _CANCERS else cancer
+    cases = ", ".join(e.label for e in entries)
     lesson = (
-        f"- {cancer.replace('_', ' ').upper() if cancer == 'hcc' else cancer.replace('_', ' ')}: "
-        f"in {len(entries)} reviewed cases ({', '.join(e.label for e in entries)}) the team took "
-        f"{modality} items out of the board's pathway. Before proposing {modality} in a similar "
-        f"case, state the patient facts that make it suitable and check them against the "
-        f"reasons the team gave, which the similar past cases you receive repeat."
+        f"- {label}: in {len(entries)} reviewed cases ({cases}) the team took {modality} "
+        f"items out of the board's pathway. Before proposing {modality} in a similar case, "
+        "state the patient facts that make it suitable and check them against the reasons "
+        "the team gave, which the similar past cases you receive repeat."
     )
     addendum = f"{active.addendum}\n{lesson}" if active is not None else lesson
     return PromptVersion.objects.create(
@@ -111,12 +115,12 @@ def _weight_proposal(pattern: str, entries: list[ExperienceEntry]) -> WeightVers
     if current + step > cap + 1e-9:
         return None  # at the cap: a prompt refinement, or a human, must do the rest
     offsets["safety"] = round(current + step, 4)
-    cancer = pattern.split(":", 1)[0]
+    cancers = ", ".join(sorted({e.cancer_type for e in entries}))
     return WeightVersion.objects.create(
         number=_next_number(WeightVersion),
         offsets=offsets,
         rationale=(
-            f"{len(entries)} ChainKB entries ({cancer}) were corrected for safety reasons: "
+            f"{len(entries)} ChainKB entries ({cancers}) were corrected for safety reasons: "
             f"Safety's consensus weight +{step} (now {offsets['safety']:+.2f}, cap ±{cap}). "
             f"Reasons: {_reasons(entries)}"
         ),
@@ -145,8 +149,14 @@ def evolution_propose() -> list[PromptVersion | WeightVersion]:
             continue
         proposal: PromptVersion | WeightVersion | None
         if pattern.endswith(":safety"):
+            if WeightVersion.objects.filter(status=VersionStatus.PROPOSED).exists():
+                continue  # drawn again once the administrator has decided on the pending one
             proposal = _weight_proposal(pattern, new)
         else:
+            if PromptVersion.objects.filter(
+                prompt="treatment", status=VersionStatus.PROPOSED
+            ).exists():
+                continue
             proposal = _prompt_proposal(pattern, new)
         if proposal is None:
             continue

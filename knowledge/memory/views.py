@@ -52,6 +52,7 @@ def memory_home(request: AuthedRequest) -> HttpResponse:
             "entries": entries,
             "figures": selectors.memory_figures(),
             "runs": selectors.prune_runs(),
+            "pending": sum(len(v) for v in selectors.proposals_pending().values()),
         },
     )
 

@@ -50,3 +50,6 @@ SESSION_IDLE_TIMEOUT = 30 * 60
 # the sweep itself is tested directly.
 CONSULTATION_RECOVER_EVERY_S = 0.0
 SESSION_COOKIE_AGE = 8 * 3600
+# The memory's maintenance pass is tested directly; the test worker keeps no timer for it.
+MEMORY_PRUNE_EVERY_S = 0.0
+CELERY_BEAT_SCHEDULE = {}

@@ -213,3 +213,23 @@ def test_a_middling_rating_teaches_nothing(
     middling = _rated(clinician, team, admin_user, rater, system=3, other=3)
     assert learning.experience_from_rating(rating_id=middling.pk) is None
     assert ExperienceEntry.objects.count() == 0
+
+
+def test_recall_without_a_working_embedding_provider_recalls_nothing(
+    clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given an entry in the memory, and an embeddings endpoint that fails
+    from knowledge.embeddings import EmbeddingError
+
+    consultation = planned(clinician, team, "pub-hcc-01.json")
+    learning.experience_from_review(review_id=_decide(consultation, clinician, "accept").pk)
+
+    class Down:
+        name, dim = "openai:down", 384
+
+        def embed(self, texts: Any) -> Any:
+            raise EmbeddingError("embeddings endpoint failed: URLError")
+
+    monkeypatch.setattr("knowledge.memory.selectors.get_provider", Down)
+    # then the board deliberates without memory rather than failing
+    assert learning.DbExperience().similar(case=consultation.snapshot.data, k=5) == []

@@ -81,10 +81,11 @@ def test_two_corrections_propose_nothing_three_propose_a_prompt_and_a_weight_ste
     # given two corrected cases: below the threshold
     _correct(clinician, team, REASONS[0])
     _correct(clinician, team, REASONS[1])
-    assert evolution_propose() == []
-    # when a third case shares the pattern
+    assert not PromptVersion.objects.exists()
+    assert not WeightVersion.objects.exists()
+    # when a third case shares the pattern (its entry is recorded, and patterns looked for)
     _correct(clinician, team, REASONS[2])
-    made = evolution_propose()
+    made = [*PromptVersion.objects.all(), *WeightVersion.objects.all()]
     # then a refinement of the Treatment prompt naming the cases and their reasons, and one
     # step of Safety's weight, are proposed
     prompts = [p for p in made if isinstance(p, PromptVersion)]
@@ -101,7 +102,7 @@ def test_two_corrections_propose_nothing_three_propose_a_prompt_and_a_weight_ste
 def test_a_proposal_does_nothing_until_approved(clinician: Any, team: Any, admin_user: Any) -> None:
     # given pending proposals
     _three_corrections(clinician, team)
-    assert evolution_propose()
+    assert PromptVersion.objects.filter(status="proposed").exists()
     # then what a consultation starting now uses is still the files and the engine's weights
     assert versions_in_force() == {"prompts": {}, "weights": {"label": "", "offsets": {}}}
     consultation = consultation_start(
@@ -119,7 +120,8 @@ def test_admin_approves_in_the_browser_and_the_next_consultation_records_the_new
     _three_corrections(clinician, team)
     browser = Client()
     browser.force_login(admin_user)
-    browser.post(reverse("memory:propose"))
+    home = browser.get(reverse("memory:home")).content.decode()
+    assert "2 proposals drawn from corrected cases wait for your decision" in home
     page = browser.get(reverse("memory:evolution")).content.decode()
     prompt = PromptVersion.objects.get(status="proposed")
     weights = WeightVersion.objects.get(status="proposed")
@@ -154,11 +156,10 @@ def test_admin_approves_in_the_browser_and_the_next_consultation_records_the_new
 def test_rollback_restores_the_previous_version(clinician: Any, team: Any, admin_user: Any) -> None:
     # given weight version w1 approved, then a later w2 approved over it
     _three_corrections(clinician, team)
-    evolution_propose()
     first = version_approve(actor=admin_user, version=WeightVersion.objects.get(status="proposed"))
     for reason in REASONS:
         _correct(clinician, team, reason + " (second series)")
-    second = next(v for v in evolution_propose() if isinstance(v, WeightVersion))
+    second = WeightVersion.objects.get(status="proposed")
     assert second.offsets == {"safety": 0.2}
     version_approve(actor=admin_user, version=second)
     assert versions_in_force()["weights"] == {"label": "w2", "offsets": {"safety": 0.2}}
@@ -183,7 +184,7 @@ def test_the_weight_step_stops_at_its_cap(clinician: Any, team: Any, admin_user:
     for series in range(4):
         for reason in REASONS:
             _correct(clinician, team, f"{reason} ({series})")
-        made = [v for v in evolution_propose() if isinstance(v, WeightVersion)]
+        made = list(WeightVersion.objects.filter(status="proposed"))
         if series < 3:
             version_approve(actor=admin_user, version=made[0])
         else:
@@ -193,8 +194,28 @@ def test_the_weight_step_stops_at_its_cap(clinician: Any, team: Any, admin_user:
 
 def test_only_an_admin_decides(clinician: Any, team: Any, curator: Any) -> None:
     _three_corrections(clinician, team)
-    proposal = evolution_propose()[0]
+    proposal = PromptVersion.objects.get(status="proposed")
     with pytest.raises(EvolutionError):
         version_approve(actor=curator, version=proposal)
     proposal.refresh_from_db()
     assert proposal.status == VersionStatus.PROPOSED
+
+
+def test_one_proposal_waits_at_a_time_and_the_next_keeps_the_approved_lesson(
+    clinician: Any, team: Any, admin_user: Any
+) -> None:
+    # given a pending refinement of the Treatment prompt
+    _three_corrections(clinician, team)
+    first = PromptVersion.objects.get(status="proposed")
+    # when three more cases are corrected the same way before anyone decides
+    for reason in REASONS:
+        _correct(clinician, team, reason + " (again)")
+    # then still one proposal waits
+    assert PromptVersion.objects.filter(status="proposed").count() == 1
+    # and once the first is approved, the next is drawn on top of it
+    version_approve(actor=admin_user, version=first)
+    evolution_propose()
+    second = PromptVersion.objects.get(status="proposed")
+    assert second.number == 2
+    assert second.addendum.startswith(first.addendum)
+    assert second.addendum.count("reviewed cases") == 2

@@ -90,3 +90,42 @@ def test_with_the_memory_empty_the_plan_is_the_one_without_memory(
     plan = consultation.plan.payload
     assert plan["informed_by"] == []
     assert ExperienceUse.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_the_pdf_report_names_the_past_cases_and_the_weight_version(
+    clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a plan that past cases informed, from a consultation that used weight version w2
+    from consult.models import Consultation
+    from consult.review import services
+    from consult.review.report import report_html
+    from tests.consult.review.planned import planned
+
+    monkeypatch.setattr(services, "_enqueue_report", lambda report_id: None)
+
+    def informed(plan: dict[str, Any]) -> None:
+        plan["informed_by"] = [
+            {
+                "entry_id": 41,
+                "kind": "correct",
+                "label": "CorrectKB #41",
+                "summary": "hcc. derived: bclc A",
+                "lesson": "Accepted: resection.",
+                "similarity": 0.93,
+            }
+        ]
+
+    consultation = planned(clinician, team, "pub-hcc-01.json", edit=informed)
+    Consultation.objects.filter(pk=consultation.pk).update(
+        config={**consultation.config, "weight_version": "w2", "weight_offsets": {"safety": 0.2}}
+    )
+    consultation.refresh_from_db()
+    report = services.report_request(actor=clinician, consultation=consultation, paper="a4")
+    # when its report is written
+    html, _ = report_html(report=report)
+    # then it names the past case and the weights the board used
+    assert "Past cases that informed this plan" in html
+    assert "CorrectKB #41" in html
+    assert "w2:" in html
+    assert "safety +0.20" in html
