@@ -106,6 +106,22 @@ class ExperienceEntry(models.Model):
             )
         return f"Corrected to: {self.plan} Reflection: {self.error_reflection}"
 
+    @property
+    def shared_lesson(self) -> str:
+        """What a board recalls of it for another patient, possibly of another team: the plan
+        and what the correction changed, as data. The reviewer's free-text reason, the key
+        reasoning and the written reflection may name the patient or their circumstances, so
+        they stay on the administrator's page and never travel into another case's plan."""
+        if self.kind == EntryKind.CORRECT:
+            return f"Accepted: {self.plan}"
+        signals = self.signals or {}
+        removed = ", ".join(str(m) for m in signals.get("removed") or []) or "nothing"
+        added = ", ".join(str(m) for m in signals.get("added") or []) or "nothing"
+        text = f"Corrected to: {self.plan} Taken out: {removed}. Put in: {added}."
+        if signals.get("safety"):
+            text += " The correction concerned safety."
+        return text
+
     def embedding_text(self) -> str:
         return f"{self.cancer_type} {self.case_summary} {self.question}"
 

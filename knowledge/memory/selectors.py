@@ -59,7 +59,7 @@ def experience_similar(
                 kind=entry.kind,
                 label=entry.label,
                 summary=entry.case_summary,
-                lesson=entry.lesson,
+                lesson=entry.shared_lesson,
                 similarity=similarity,
             )
         )

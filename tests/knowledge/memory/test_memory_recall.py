@@ -32,7 +32,11 @@ def _remember(case: dict[str, Any]) -> ExperienceEntry:
             question=str(case["question"]),
             plan="Pathway: band ligation of the varices; then atezolizumab with bevacizumab.",
             initial_hypothesis="Atezolizumab with bevacizumab first.",
-            error_reflection="The varices had to be treated before bevacizumab.",
+            error_reflection=(
+                "Reason: Mr Example's endoscopy at St Elsewhere showed grade 3 varices; they had "
+                "to be treated before bevacizumab."
+            ),
+            signals={"removed": [], "added": ["procedure"], "safety": True},
         )
     )
 
@@ -66,7 +70,11 @@ def test_a_similar_past_case_informs_the_second_round_and_the_plan(
     }
     assert residuals[1] == "No similar past case."
     assert f"ChainKB #{entry.pk}" in residuals[2]
-    assert "varices had to be treated" in residuals[2]
+    assert "band ligation of the varices" in residuals[2]
+    assert "Put in: procedure. The correction concerned safety." in residuals[2]
+    # but never the reviewer's free text about the other patient (it may identify them)
+    assert "Mr Example" not in residuals[2]
+    assert "St Elsewhere" not in residuals[2]
     # and the recall was journaled once, and counted by the memory
     assert AgentMessage.objects.filter(consultation=consultation, kind="experience").count() == 1
     assert ExperienceUse.objects.filter(entry=entry, consultation_ref=consultation.pk).exists()
@@ -77,6 +85,7 @@ def test_a_similar_past_case_informs_the_second_round_and_the_plan(
     board = client.get(reverse("consult:consultation-board", args=[consultation.pk]))
     assert "Past cases that informed this plan" in board.content.decode()
     assert f"ChainKB #{entry.pk}" in board.content.decode()
+    assert "Mr Example" not in board.content.decode()
     page = client.get(reverse("consult:plan-detail", args=[consultation.pk])).content.decode()
     assert 'id="informed-by"' in page
     assert "Consensus weights" in page
