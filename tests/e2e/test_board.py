@@ -67,7 +67,12 @@ def test_clinician_watches_a_guideline_deliberation_and_opens_its_evidence(
     assert "Status: Completed" in page.locator("#board-status").inner_text()
     assert page.locator("#panel-hepatology").count() == 1  # a specialist chosen at triage
     assert page.locator("#gates .gate").count() > 0
-    page.screenshot(path=str(screenshot_dir / "board.png"), full_page=True)
+    # (the README's picture: the top of the finished board, its plan, members and first round)
+    page.screenshot(
+        path=str(screenshot_dir / "board.png"),
+        full_page=True,
+        clip={"x": 0, "y": 0, "width": 1280, "height": 4400},
+    )
     consultation = Consultation.objects.latest("pk")
     _dom_is_consistent(page, consultation)
     # and reloading shows the same board, rendered from the saved events
