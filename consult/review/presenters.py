@@ -126,6 +126,9 @@ class Item:
     rationale: list[str]
     evidence: list[EvidenceRef]
     adjunct: bool
+    # A pathway item that failed a gate and leads only because nothing safer is on offer:
+    # the precondition it waits for.
+    waits_for: str = ""
 
 
 @dataclass
@@ -217,6 +220,7 @@ def _item(c: Mapping[str, Any], evidence: Mapping[str, EvidenceRef]) -> Item:
         rationale=[clinical_text(r) for r in c.get("rationale") or []],
         evidence=cited,
         adjunct=bool(c.get("adjunct")),
+        waits_for=clinical_text(c.get("waits_for") or ""),
     )
 
 
