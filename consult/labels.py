@@ -162,4 +162,5 @@ def clinical_text(text: Any) -> str:
     out = _UNIT_BARE.sub("", out)
     out = _SNAKE.sub(_word, out)
     out = re.sub(r"(?<!\.)\.\.(?!\.)", ".", out)  # "first. (unit)." leaves one full stop
-    return re.sub(r"[ \t]{2,}", " ", out).replace(" .", ".").strip()
+    out = re.sub(r"[ \t]{2,}", " ", out)
+    return re.sub(r" \.(?!\.)", ".", out).strip()
