@@ -83,6 +83,8 @@ DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
         "derived.h_pylori": "Helicobacter pylori",
         "derived.pregnancy_trimester": "Trimester of pregnancy",
         "derived.pregnancy_recorded": "Pregnancy on record",
+        "derived.allergy_classes": "Drug allergies (by class)",
+        "derived.allergies_unmapped": "Allergies not matched to a drug class",
     }
 )
 

@@ -10,7 +10,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, assert_never
 
-from consult.engine.vocab import CORE_ROLES, RELEVANT_STAGING, STAGING_LABELS, EventKind
+from consult.engine.vocab import (
+    CORE_ROLES,
+    NO_PAST_CASE,
+    RELEVANT_STAGING,
+    STAGING_LABELS,
+    EventKind,
+)
 from consult.labels import ROLE_LABELS, fact_label
 from consult.plan_view import PHASE_LABELS, PlanView, cancer_of, need_label, plan_view
 
@@ -256,7 +262,7 @@ def apply(board: Board, event: dict[str, Any]) -> set[str]:
             board.round(number).critiques.append(payload)
             return {f"round:{number}"}
         case EventKind.RESIDUAL:
-            board.round(number).residual = payload
+            board.round(number).residual = _with_memory(payload)
             return {f"round:{number}"}
         case EventKind.DRAFT:
             board.round(number).draft = payload
@@ -290,6 +296,16 @@ def apply(board: Board, event: dict[str, Any]) -> set[str]:
             return changed
         case _:
             assert_never(kind)
+
+
+def _with_memory(residual: dict[str, Any]) -> dict[str, Any]:
+    """The residual as the round card shows it: the past cases recalled ("Long-term memory")
+    follow the Integration; a round that recalled none shows no more than it did before."""
+    memory = str(residual.get("long_term_memory") or "")
+    if not memory or memory == NO_PAST_CASE:
+        return residual
+    integration = str(residual.get("integration") or "")
+    return {**residual, "integration": f"{integration} Long-term memory: {memory}"}
 
 
 def event_kind(raw: str) -> EventKind | None:

@@ -162,6 +162,7 @@ def review_decide(
             "plan_hash": current.content_hash,
         },
     )
+    learn_from_review(review.pk)
     return review
 
 
@@ -369,6 +370,7 @@ def plan_amend(
             "based_on_hash": base.content_hash,
         },
     )
+    learn_from_review(review.pk)
     return version
 
 
@@ -697,6 +699,22 @@ def report_request(*, actor: Any, consultation: Consultation, paper: str) -> Pla
     )
     transaction.on_commit(lambda: _enqueue_report(report.pk))
     return report
+
+
+def learn_from_review(review_id: int) -> None:
+    """Once the decision is saved, the experience memory learns from it (CorrectKB for an
+    acceptance, ChainKB for an amendment or a rejection), in the worker: a reflection may be
+    written by the LLM. A broker that is down loses the lesson, never the decision."""
+
+    def enqueue() -> None:
+        from consult.tasks import experience_from_review as task
+
+        try:
+            task.delay(review_id)
+        except Exception:  # noqa: BLE001 - the decision is saved; only the lesson is lost
+            logger.warning("review %s: the memory task could not be queued", review_id)
+
+    transaction.on_commit(enqueue)
 
 
 def _enqueue_report(report_id: int) -> None:

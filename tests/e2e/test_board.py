@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from consult.models import Consultation, ConsultationEvent, EvidenceNode
-from tests.conftest import login
-from tests.consult.integration.test_consultations import load_seed
+from tests.fixtures.browser import login
+from tests.fixtures.seed import load_seed
+from tests.fixtures.waiting import wait_until
 from tests.paths import PUBLIC_CASES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -137,10 +137,11 @@ def test_board_reconnects_after_the_server_restarts_and_shows_each_event_once(
     daphne.restart(down_s=1.0)
     # then the page reconnects by itself and the board completes
     page.wait_for_selector("#plan-card ol li", timeout=120_000)
-    deadline = time.monotonic() + 30
-    while Consultation.objects.get(pk=consultation.pk).status != "completed":
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    wait_until(
+        lambda: Consultation.objects.get(pk=consultation.pk).status == "completed",
+        timeout=30,
+        what="the consultation to complete",
+    )
     page.wait_for_function(
         "seq => document.getElementById('board-seq').dataset.seq === String(seq)",
         arg=ConsultationEvent.objects.filter(consultation=consultation).count(),

@@ -12,7 +12,7 @@ import pytest
 
 from consult.rating.models import ComparatorPlan
 from consult.review.models import MdtMeeting, PlanVersion, SignOff
-from tests.conftest import login
+from tests.fixtures.browser import login
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
