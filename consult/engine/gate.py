@@ -57,7 +57,12 @@ from consult.engine.schemas import (
 )
 
 # Facts that only concern a patient who can be pregnant or breastfeed.
-REPRODUCTIVE_FACTS = ("patient.pregnant", "patient.breastfeeding", "patient.lactating")
+REPRODUCTIVE_FACTS = (
+    "patient.pregnant",
+    "patient.breastfeeding",
+    "patient.lactating",
+    "patient.gestational_age_weeks",
+)
 # Above this age (and after the menopause, or for a man) the pregnancy and breastfeeding rules
 # are not reported; a recorded pregnancy is always checked. The knowledge base uses the same
 # age in its own pregnancy rules.
@@ -417,4 +422,41 @@ def safety_gate(
             )
         )
     outcome.needs_data = sorted(set(outcome.needs_data))
+    outcome.flags.extend(text_flags(facts, labels))
     return outcome
+
+
+def text_flags(facts: Mapping[str, Any], labels: Mapping[str, str]) -> list[Flag]:
+    """The facts the rules read from the free text (a structured field left empty), shown
+    with their words so the clinician can check them, and the fields the text contradicts."""
+    flags: list[Flag] = []
+    absent: list[str] = []
+    for item in facts.get("derived.from_text") or ():
+        label, value, phrase = label_of(item["fact"], labels), item["value"], item["phrase"]
+        if value in ("none", False):
+            if item["fact"] != "organ_function.immunosuppression":
+                absent.append(f'{label} ("{phrase}")')
+            continue
+        shown = "yes" if value is True else str(value).replace("_", " ")
+        flags.append(
+            Flag(
+                severity="minor",
+                text=f'Read from the text, please check: {label}: {shown} ("{phrase}").',
+            )
+        )
+    if absent:
+        flags.append(
+            Flag(severity="minor", text="Read from the text as absent: " + "; ".join(absent) + ".")
+        )
+    for item in facts.get("derived.text_disagreements") or ():
+        label = label_of(item["fact"], labels)
+        structured = str(item["structured"]).replace("_", " ")
+        flags.append(
+            Flag(
+                severity="major",
+                text=f'The record disagrees: {label} is "{structured}" in the structured field '
+                f'but the text says "{item["phrase"]}"; the structured value was used; '
+                "reconcile before treatment.",
+            )
+        )
+    return flags
