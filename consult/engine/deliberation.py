@@ -592,6 +592,7 @@ class Deliberation:
                 "rejected": [r.model_dump() for r in outcome.rejected],
                 "conflicts": [c.model_dump() for c in outcome.conflicts],
                 "needs_data": outcome.needs_data,
+                "confirm_needs": outcome.confirm_needs,
                 "cited": outcome.cited,
             }
             events = [
@@ -676,11 +677,13 @@ class Deliberation:
         # The data that would change this plan: staging, the options' own conditions, and the
         # gates of the items in the plan (not the rules about drugs nobody proposed).
         deciders = ("diagnostic", "treatment")
-        needs = sorted(
+        # What a critical rule about the pathway needs before it starts comes first.
+        first = list(gate.get("confirm_needs") or ())
+        needs = first + sorted(
             n
             for n in set(gate["needs_data"])
             | {n for role in deciders for n in self.state.reports.get(role, _EMPTY).needs_data}
-            if relevant_need(n, self.state.facts)
+            if relevant_need(n, self.state.facts) and n not in first
         )
         # The gate may have changed the pathway: the intent and the answer follow the final plan.
         intent = final_intent(plan_components, memory) or draft.intent
@@ -692,6 +695,7 @@ class Deliberation:
             rejected=_unique_rejected(rejected),
             intent=intent,
             waits={c.description: c.waits_for for c in plan_components if c.waits_for},
+            confirm={c.description: c.confirm_first for c in plan_components if c.confirm_first},
         )
         return Plan(
             case_id=str(self.state.case.get("case_id") or ""),

@@ -80,6 +80,9 @@ class GateOutcome:
     cited: list[str] = field(default_factory=list)
     # Plan items waiting for a precondition (demoted) or for the contraindication to pass (held).
     blocked: dict[str, str] = field(default_factory=dict)
+    # The facts a critical rule about a pathway item needs before it starts, first of the
+    # data requests ("organ_function.lvef_pct (for common.gate.anthracycline-lvef)").
+    confirm_needs: list[str] = field(default_factory=list)
 
     @property
     def option(self) -> PlanComponent | None:
@@ -101,10 +104,15 @@ class GateOutcome:
 
 
 def _as_plan(
-    component: ProposedComponent, conditions: list[str], order: int, waits_for: str = ""
+    component: ProposedComponent,
+    conditions: list[str],
+    order: int,
+    waits_for: str = "",
+    confirm: Sequence[str] = (),
 ) -> PlanComponent:
     return PlanComponent(
         waits_for=waits_for if component.role == "primary" else "",
+        confirm_first=list(confirm),
         role=component.role,
         order=order if component.role == "primary" else None,
         rank=component.rank if component.role == "alternative" else None,
@@ -206,6 +214,11 @@ def safety_gate(
     # the regimen goes on without them).
     withdrawn: dict[int, set[str]] = {}
     conditions: dict[str, list[str]] = {}
+    # Critical rules that cannot be checked: what each item must confirm before it starts, and
+    # the facts needed (with their rule).
+    confirm: dict[str, dict[tuple[str, str], list[str]]] = {}
+    confirm_needs: dict[str, list[str]] = {}
+    likely = facts.get("derived.likely_missing") or {}
     for unit in sorted(safety_units, key=lambda u: u.unit_id):
         if not relevant(unit, facts):
             continue
@@ -254,6 +267,27 @@ def safety_gate(
                 )
             )
             outcome.needs_data.extend(f"{fact} (for {unit.unit_id})" for fact in unit.missing)
+            if severity == "critical" and effect in ("remove", "condition") and hits:
+                # A critical rule left unchecked is not a pass: the item is conditional on
+                # the missing fact, or waits behind the next safe option when other facts make
+                # the contraindication likely (ESC 2022 cardio-oncology: LVEF before
+                # anthracyclines and HER2 therapy; SmPCs: pregnancy status before teratogens,
+                # transplant and autoimmune history before checkpoint inhibitors).
+                needed = " and ".join(needs) or "the missing data"
+                reasons = [str(likely[f]) for f in unit.missing if likely.get(f)]
+                for index in hits:
+                    description = items[index].description
+                    if reasons:
+                        demoted.setdefault(description, f"{needed} is known ({'; '.join(reasons)})")
+                        conditions.setdefault(description, []).append(
+                            f"Confirm {needed} first: {'; '.join(reasons)} ({unit.unit_id})"
+                        )
+                    else:
+                        rules = confirm.setdefault(description, {}).setdefault((needed, what), [])
+                        rules.append(f"{unit.title} ({unit.unit_id})")
+                        confirm_needs.setdefault(description, []).extend(
+                            f"{fact} (for {unit.unit_id})" for fact in unit.missing
+                        )
             continue
         if unit.applies is False:
             outcome.gates.append(
@@ -419,8 +453,17 @@ def safety_gate(
                 conditions.get(component.description, []),
                 order,
                 demoted.get(component.description, ""),
+                [
+                    f"Confirm before starting {what}: {needed}, not recorded ({'; '.join(rules)})"
+                    for (needed, what), rules in confirm.get(component.description, {}).items()
+                ]
+                if component.role == "primary"
+                else (),
             )
         )
+        if component.role == "primary":
+            outcome.confirm_needs += confirm_needs.get(component.description, [])
+    outcome.confirm_needs = list(dict.fromkeys(outcome.confirm_needs))
     outcome.needs_data = sorted(set(outcome.needs_data))
     outcome.flags.extend(text_flags(facts, labels))
     return outcome

@@ -565,11 +565,13 @@ def plan_summary(
     rejected: Sequence[RejectedOption],
     intent: str,
     waits: Mapping[str, str] | None = None,
+    confirm: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """The answer to the case's question first: the recommended pathway in order (an option
     that waits for a precondition, nothing safer being on offer, says so: ``waits``), then the
     alternatives with when, then what was ruled out and why."""
     waits = waits or {}
+    confirm = confirm or {}
     stage = staging_text(case, staging) or "Staging incomplete"
     primary = [c for c in components if c.role == "primary"]
     alternatives = [c for c in components if c.role == "alternative"]
@@ -601,6 +603,9 @@ def plan_summary(
             )
             + "."
         )
+        checks = [c for item in primary for c in confirm.get(item.description, ())]
+        if checks:
+            text += " Conditional: " + "; ".join(checks) + "."
         if alternatives:
             text += " Alternatives: " + "; ".join(
                 f"{c.rank}. {c.description} ({c.when})" for c in alternatives

@@ -215,6 +215,9 @@ class PlanComponent(_Model):
     # A pathway option that failed a gate and leads only because nothing safer is on offer:
     # the precondition it waits for ("the large varices have been treated").
     waits_for: str = ""
+    # Critical safety rules about this item that could not be checked for lack of data: the
+    # item is conditional on confirming them first ("Confirm LVEF before doxorubicin").
+    confirm_first: list[str] = Field(default_factory=list)
 
 
 class Recommendation(_Model):

@@ -618,3 +618,51 @@ def complete_from_text(
             filled = [f for f in filled if f["fact"] != suppression.path]
             filled.append(suppression.as_dict())
     return completed, filled, conflicts
+
+
+# --- missing facts that other facts make likely ---------------------------------------------
+
+_HEART_FAILURE: Final = re.compile(
+    r"\bheart\s+failure|\bcardiac\s+failure|\bHF[rm]?EF\b|\bcardiomyopath\w*|\bNYHA\s+(?:class\s+)?"
+    r"(?:II|III|IV|[234])\b|\breduced\s+(?:LV\s+)?(?:ejection\s+fraction|systolic\s+function)"
+    r"|\bLV\s+(?:systolic\s+)?dysfunction|\bleft\s+ventricular\s+(?:systolic\s+)?dysfunction",
+    re.IGNORECASE,
+)
+_TRANSPLANT_DRUGS: Final = re.compile(
+    r"\b(?:tacrolimus|prograf|advagraf|envarsus|ciclosporin|cyclosporin[e]?|neoral|sirolimus"
+    r"|rapamune|belatacept|mycophenol\w*|cellcept|myfortic|certican|zortress)\b",
+    re.IGNORECASE,
+)
+_OBSTETRIC: Final = re.compile(
+    r"\bantenatal|\bprenatal|\bobstetric\w*|\bfetal\b|\bfoetal\b|\bgravid\b|\bmidwi\w*",
+    re.IGNORECASE,
+)
+
+
+def _first_stated(case: Mapping[str, Any], pattern: re.Pattern[str]) -> str | None:
+    for _source, text in _texts(case, (*_HISTORY_TEXTS, "patient.medications")):
+        for match in _affirmed(text, pattern):
+            return clause_at(text, match.start(), match.end())
+    return None
+
+
+def likely_missing(case: Mapping[str, Any]) -> dict[str, str]:
+    """Critical facts that are not recorded but that other facts of the case make likely: an
+    unmeasured LVEF in heart failure, a transplant history in a patient on tacrolimus, a
+    pregnancy status in a patient under obstetric care. Each with the reason, in words."""
+    likely: dict[str, str] = {}
+    if lookup(case, "organ_function.lvef_pct") is None:
+        clause = _first_stated(case, _HEART_FAILURE)
+        if clause:
+            likely["organ_function.lvef_pct"] = f'heart failure on record, "{clause}"'
+    if lookup(case, "diagnosis.transplant_history") is None:
+        clause = _first_stated(case, _TRANSPLANT_DRUGS)
+        if clause and lookup(case, "organ_function.autoimmune_disease") in (None, "none"):
+            likely["diagnosis.transplant_history"] = (
+                f'on a transplant immunosuppressant, "{clause}"'
+            )
+    if lookup(case, "patient.pregnant") is None:
+        clause = _first_stated(case, _OBSTETRIC)
+        if clause:
+            likely["patient.pregnant"] = f'obstetric care on record, "{clause}"'
+    return likely

@@ -4,6 +4,7 @@ action, a dose) in clinical words; critical hazards never left in a regimen."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -249,3 +250,38 @@ def test_an_ungrounded_component_is_not_kept_on_a_tie() -> None:
     assert consensus.support == {"Sorafenib": 0.5}
     assert consensus.components == []
     assert "citing no knowledge unit" in consensus.rejected[0].reason
+
+
+def test_a_critical_rule_that_cannot_be_checked_makes_the_pathway_conditional() -> None:
+    # given a pathway with pemetrexed and a critical pregnancy rule whose input is missing
+    outcome = safety_gate([PEMETREXED, _option("Docetaxel", "docetaxel")], [_pregnancy_rule()])
+    # then the rule is unknown (not a pass), the pathway says what to confirm before it starts,
+    # and the missing fact is the first data request
+    assert _statuses(outcome) == {"x.ci.pregnancy": ("unknown", "needs_data")}
+    first = outcome.components[0]
+    assert first.description == "Carboplatin-pemetrexed" and first.role == "primary"
+    assert first.confirm_first and "pemetrexed" in first.confirm_first[0]
+    assert outcome.confirm_needs == ["patient.pregnant (for x.ci.pregnancy)"]
+
+
+def test_an_unchecked_critical_rule_that_other_facts_make_likely_demotes_the_item() -> None:
+    # given the same rule when the record makes a pregnancy likely (obstetric care)
+    facts = {"derived.likely_missing": {"patient.pregnant": "obstetric care on record"}}
+    outcome = safety_gate(
+        [PEMETREXED, _option("Docetaxel", "docetaxel")], [_pregnancy_rule()], facts=facts
+    )
+    # then the next option leads and pemetrexed waits for the fact
+    assert outcome.option is not None and outcome.option.description == "Docetaxel"
+    assert "Carboplatin-pemetrexed" in outcome.blocked
+
+
+def test_a_minor_rule_that_cannot_be_checked_does_not_make_the_pathway_conditional() -> None:
+    minor = dataclasses.replace(
+        safety_rule(
+            "x.minor", agents=["pemetrexed"], severity="minor", effect="condition", advice="x"
+        ),
+        applies=None,
+        missing=("organ_function.qtc_ms",),
+    )
+    outcome = safety_gate([PEMETREXED], [minor])
+    assert outcome.components[0].confirm_first == []

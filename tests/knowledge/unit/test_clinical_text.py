@@ -183,3 +183,10 @@ def test_the_rules_see_the_text_facts_with_their_words() -> None:
 def test_autoimmune_disease_recorded_as_none_answers_its_activity() -> None:
     facts = case_facts({"organ_function": {"autoimmune_disease": "none"}})
     assert facts["organ_function.autoimmune_activity"] == "none"
+
+
+def test_heart_failure_without_an_lvef_makes_a_low_lvef_likely() -> None:
+    facts = case_facts({"patient": {"comorbidities": ["HFrEF, NYHA II"]}})
+    assert "HFrEF" in facts["derived.likely_missing"]["organ_function.lvef_pct"]
+    measured = case_facts({"patient": {"comorbidities": ["HFrEF"]}, "notes": "LVEF 55%"})
+    assert "organ_function.lvef_pct" not in measured["derived.likely_missing"]
