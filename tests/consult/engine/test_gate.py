@@ -259,8 +259,10 @@ def test_a_critical_rule_that_cannot_be_checked_makes_the_pathway_conditional() 
     # and the missing fact is the first data request
     assert _statuses(outcome) == {"x.ci.pregnancy": ("unknown", "needs_data")}
     first = outcome.components[0]
-    assert first.description == "Carboplatin-pemetrexed" and first.role == "primary"
-    assert first.confirm_first and "pemetrexed" in first.confirm_first[0]
+    assert first.description == "Carboplatin-pemetrexed"
+    assert first.role == "primary"
+    assert first.confirm_first
+    assert "pemetrexed" in first.confirm_first[0]
     assert outcome.confirm_needs == ["patient.pregnant (for x.ci.pregnancy)"]
 
 
@@ -271,7 +273,8 @@ def test_an_unchecked_critical_rule_that_other_facts_make_likely_demotes_the_ite
         [PEMETREXED, _option("Docetaxel", "docetaxel")], [_pregnancy_rule()], facts=facts
     )
     # then the next option leads and pemetrexed waits for the fact
-    assert outcome.option is not None and outcome.option.description == "Docetaxel"
+    assert outcome.option is not None
+    assert outcome.option.description == "Docetaxel"
     assert "Carboplatin-pemetrexed" in outcome.blocked
 
 
