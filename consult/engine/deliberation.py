@@ -700,7 +700,7 @@ class Deliberation:
         return Plan(
             case_id=str(self.state.case.get("case_id") or ""),
             engine=self.provider.name,
-            staging={k: self.state.staging.get(k) for k in STAGING_KEYS},
+            staging=_own_staging(self.state.case, self.state.staging),
             recommendation=Recommendation(
                 summary=summary,
                 intent=intent,
@@ -796,6 +796,21 @@ def final_intent(
                 return intent  # type: ignore[no-any-return]
         return None
     return None
+
+
+# Prognostic indices that belong to one lymphoma entity (IPI and CNS-IPI: aggressive B-cell
+# lymphoma; FLIPI: follicular lymphoma).
+_ENTITY_INDICES = ("ipi", "cns_ipi", "flipi")
+
+
+def _own_staging(case: Mapping[str, Any], staging: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan's staging block: a lymphoma prognostic index only for the entity it was built
+    for (no IPI for follicular lymphoma, no FLIPI for DLBCL), the rest as calculated."""
+    relevant = guideline.relevant_staging(case)
+    return {
+        k: None if k in _ENTITY_INDICES and k not in relevant else staging.get(k)
+        for k in STAGING_KEYS
+    }
 
 
 def _unique_rejected(rejected: Sequence[RejectedOption]) -> list[RejectedOption]:

@@ -183,6 +183,33 @@ def relevant(unit: Evidence, facts: Mapping[str, Any]) -> bool:
     return not (reproductive and cannot_be_pregnant(facts))
 
 
+# Facts that describe a state of the patient (breastfeeding, frailty): a rule about that state
+# is not shown as "passed" to a patient who is known not to be in it.
+STATE_FACTS = (
+    "patient.breastfeeding",
+    "patient.lactating",
+    "patient.frailty",
+    "derived.frailty",
+)
+
+
+def concerns_patient(unit: Evidence, facts: Mapping[str, Any]) -> bool:
+    """Whether a rule that does not apply is still worth showing as passed: not when it is
+    about a state (breastfeeding, frailty) the patient is known not to be in."""
+    for condition in _conditions(unit):
+        fact = condition.get("fact")
+        if fact not in STATE_FACTS:
+            continue
+        value = facts.get(fact)
+        if value is None:
+            continue
+        if fact in ("patient.breastfeeding", "patient.lactating") and value is False:
+            return False
+        if fact.endswith("frailty") and value == "fit":
+            return False
+    return True
+
+
 def _readable(names: list[str]) -> list[str]:
     """The drugs a rule was checked for, by name: the class names it also lists ("anti-PD-1")
     only when no drug of the plan is named."""
@@ -290,6 +317,8 @@ def safety_gate(
                         )
             continue
         if unit.applies is False:
+            if not concerns_patient(unit, facts):
+                continue  # a breastfeeding check for a patient who is not, frail surgery if fit
             outcome.gates.append(
                 GateResult(
                     gate=gate,
@@ -464,6 +493,10 @@ def safety_gate(
         if component.role == "primary":
             outcome.confirm_needs += confirm_needs.get(component.description, [])
     outcome.confirm_needs = list(dict.fromkeys(outcome.confirm_needs))
+    # A rule checked and clear is shown for the items of the plan, not for items the plan no
+    # longer holds (withdrawn by the board or removed by another rule).
+    planned = {c.description for c in outcome.components}
+    outcome.gates = [g for g in outcome.gates if g.effect != "clear" or set(g.applies_to) & planned]
     outcome.needs_data = sorted(set(outcome.needs_data))
     outcome.flags.extend(text_flags(facts, labels))
     return outcome

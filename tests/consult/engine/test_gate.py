@@ -288,3 +288,43 @@ def test_a_minor_rule_that_cannot_be_checked_does_not_make_the_pathway_condition
     )
     outcome = safety_gate([PEMETREXED], [minor])
     assert outcome.components[0].confirm_first == []
+
+
+def _breastfeeding_rule() -> Evidence:
+    return evidence_unit(
+        "x.breastfeeding",
+        kind="organ_function_gate",
+        content={
+            "context": {"all": [{"fact": "patient.breastfeeding", "op": "is_true", "value": None}]},
+            "action": {
+                "type": "safety",
+                "gate": "breastfeeding",
+                "modalities": ["systemic"],
+                "severity": "major",
+                "effect": "condition",
+                "advice": "stop breastfeeding",
+            },
+        },
+        applies=False,
+    )
+
+
+def test_a_check_about_a_state_the_patient_is_known_not_to_be_in_is_not_shown() -> None:
+    rule = _breastfeeding_rule()
+    hidden = safety_gate([PEMETREXED], [rule], facts={"patient.breastfeeding": False})
+    assert hidden.gates == []
+    # unknown breastfeeding: the clear result still shows what was checked
+    shown = safety_gate([PEMETREXED], [rule], facts={"patient.breastfeeding": None})
+    assert _statuses(shown) == {"x.breastfeeding": ("pass", "clear")}
+
+
+def test_a_clear_check_about_an_item_the_plan_no_longer_holds_is_not_shown() -> None:
+    removal = safety_rule(
+        "x.remove", agents=["pemetrexed"], severity="critical", effect="remove", advice="no"
+    )
+    clear = safety_rule(
+        "x.clear", applies=False, agents=["carboplatin"], severity="major", effect="remove"
+    )
+    outcome = safety_gate([PEMETREXED, _option("Docetaxel", "docetaxel")], [removal, clear])
+    assert "x.clear" not in _statuses(outcome)
+    assert _statuses(outcome)["x.remove"][0] == "fail"
