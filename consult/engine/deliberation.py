@@ -593,6 +593,7 @@ class Deliberation:
                 "conflicts": [c.model_dump() for c in outcome.conflicts],
                 "needs_data": outcome.needs_data,
                 "confirm_needs": outcome.confirm_needs,
+                "confirm_first": outcome.confirm_first,
                 "cited": outcome.cited,
             }
             events = [
@@ -695,7 +696,7 @@ class Deliberation:
             rejected=_unique_rejected(rejected),
             intent=intent,
             waits={c.description: c.waits_for for c in plan_components if c.waits_for},
-            confirm={c.description: c.confirm_first for c in plan_components if c.confirm_first},
+            confirm=list(gate.get("confirm_first") or ()),
         )
         return Plan(
             case_id=str(self.state.case.get("case_id") or ""),
@@ -706,6 +707,7 @@ class Deliberation:
                 intent=intent,
                 components=plan_components,
                 question=str(self.state.case.get("question") or ""),
+                confirm_first=list(gate.get("confirm_first") or ()),
             ),
             rejected_options=_unique_rejected(rejected),
             safety=SafetyBlock.model_validate({"gates": gate["gates"], "flags": gate["flags"]}),

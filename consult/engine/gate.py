@@ -83,6 +83,8 @@ class GateOutcome:
     # The facts a critical rule about a pathway item needs before it starts, first of the
     # data requests ("organ_function.lvef_pct (for common.gate.anthracycline-lvef)").
     confirm_needs: list[str] = field(default_factory=list)
+    # What to confirm before the pathway starts ("Confirm before starting doxorubicin: LVEF").
+    confirm_first: list[str] = field(default_factory=list)
 
     @property
     def option(self) -> PlanComponent | None:
@@ -104,15 +106,10 @@ class GateOutcome:
 
 
 def _as_plan(
-    component: ProposedComponent,
-    conditions: list[str],
-    order: int,
-    waits_for: str = "",
-    confirm: Sequence[str] = (),
+    component: ProposedComponent, conditions: list[str], order: int, waits_for: str = ""
 ) -> PlanComponent:
     return PlanComponent(
         waits_for=waits_for if component.role == "primary" else "",
-        confirm_first=list(confirm),
         role=component.role,
         order=order if component.role == "primary" else None,
         rank=component.rank if component.role == "alternative" else None,
@@ -482,17 +479,16 @@ def safety_gate(
                 conditions.get(component.description, []),
                 order,
                 demoted.get(component.description, ""),
-                [
-                    f"Confirm before starting {what}: {needed}, not recorded ({'; '.join(rules)})"
-                    for (needed, what), rules in confirm.get(component.description, {}).items()
-                ]
-                if component.role == "primary"
-                else (),
             )
         )
         if component.role == "primary":
             outcome.confirm_needs += confirm_needs.get(component.description, [])
+            outcome.confirm_first += [
+                f"Confirm before starting {drugs}: {needed}, not recorded ({'; '.join(rules)})"
+                for (needed, drugs), rules in confirm.get(component.description, {}).items()
+            ]
     outcome.confirm_needs = list(dict.fromkeys(outcome.confirm_needs))
+    outcome.confirm_first = list(dict.fromkeys(outcome.confirm_first))
     # A rule checked and clear is shown for the items of the plan, not for items the plan no
     # longer holds (withdrawn by the board or removed by another rule).
     planned = {c.description for c in outcome.components}

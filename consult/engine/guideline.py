@@ -565,13 +565,12 @@ def plan_summary(
     rejected: Sequence[RejectedOption],
     intent: str,
     waits: Mapping[str, str] | None = None,
-    confirm: Mapping[str, Sequence[str]] | None = None,
+    confirm: Sequence[str] = (),
 ) -> str:
     """The answer to the case's question first: the recommended pathway in order (an option
     that waits for a precondition, nothing safer being on offer, says so: ``waits``), then the
     alternatives with when, then what was ruled out and why."""
     waits = waits or {}
-    confirm = confirm or {}
     stage = staging_text(case, staging) or "Staging incomplete"
     primary = [c for c in components if c.role == "primary"]
     alternatives = [c for c in components if c.role == "alternative"]
@@ -603,9 +602,8 @@ def plan_summary(
             )
             + "."
         )
-        checks = [c for item in primary for c in confirm.get(item.description, ())]
-        if checks:
-            text += " Conditional: " + "; ".join(checks) + "."
+        if confirm:
+            text += " Conditional: " + "; ".join(confirm) + "."
         if alternatives:
             text += " Alternatives: " + "; ".join(
                 f"{c.rank}. {c.description} ({c.when})" for c in alternatives

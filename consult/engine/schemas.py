@@ -215,9 +215,6 @@ class PlanComponent(_Model):
     # A pathway option that failed a gate and leads only because nothing safer is on offer:
     # the precondition it waits for ("the large varices have been treated").
     waits_for: str = ""
-    # Critical safety rules about this item that could not be checked for lack of data: the
-    # item is conditional on confirming them first ("Confirm LVEF before doxorubicin").
-    confirm_first: list[str] = Field(default_factory=list)
 
 
 class Recommendation(_Model):
@@ -225,6 +222,10 @@ class Recommendation(_Model):
     intent: Intent
     components: list[PlanComponent]
     question: str = ""
+    # Critical safety rules about the pathway that could not be checked for lack of data: the
+    # pathway is conditional on confirming them first ("Confirm before starting doxorubicin:
+    # LVEF, not recorded"). Kept out of the components, which name only what is given.
+    confirm_first: list[str] = Field(default_factory=list)
 
 
 GateEffect = Literal[

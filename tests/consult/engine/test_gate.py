@@ -261,8 +261,8 @@ def test_a_critical_rule_that_cannot_be_checked_makes_the_pathway_conditional() 
     first = outcome.components[0]
     assert first.description == "Carboplatin-pemetrexed"
     assert first.role == "primary"
-    assert first.confirm_first
-    assert "pemetrexed" in first.confirm_first[0]
+    assert outcome.confirm_first
+    assert "pemetrexed" in outcome.confirm_first[0]
     assert outcome.confirm_needs == ["patient.pregnant (for x.ci.pregnancy)"]
 
 
@@ -287,7 +287,7 @@ def test_a_minor_rule_that_cannot_be_checked_does_not_make_the_pathway_condition
         missing=("organ_function.qtc_ms",),
     )
     outcome = safety_gate([PEMETREXED], [minor])
-    assert outcome.components[0].confirm_first == []
+    assert outcome.confirm_first == []
 
 
 def _breastfeeding_rule() -> Evidence:
