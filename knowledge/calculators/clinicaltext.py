@@ -86,10 +86,23 @@ def _prior_regimens(case: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
                 yield "diagnosis.prior_therapies", therapy["regimen"]
 
 
+# Someone else's history: "mother has lupus", "family history of myasthenia", "his brother's
+# liver transplant".
+_FAMILY: Final = re.compile(
+    r"\b(?:mother|father|sister|brother|son|daughter|husband|wife|partner|aunt|uncle|cousin"
+    r"|grand\w+|sibling\w*|parent\w*|family\s+history|FHx?)\b",
+    re.IGNORECASE,
+)
+
+
 def _affirmed(text: str, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
+    """Mentions that state the finding for the patient: not negated, not a relative's."""
     for match in pattern.finditer(text):
-        if not negated_at(text, match.start(), match.end()):
-            yield match
+        if negated_at(text, match.start(), match.end()):
+            continue
+        if _FAMILY.search(clause_at(text, match.start(), match.end())):
+            continue
+        yield match
 
 
 # --- transplant -------------------------------------------------------------------------------

@@ -190,3 +190,19 @@ def test_heart_failure_without_an_lvef_makes_a_low_lvef_likely() -> None:
     assert "HFrEF" in facts["derived.likely_missing"]["organ_function.lvef_pct"]
     measured = case_facts({"patient": {"comorbidities": ["HFrEF"]}, "notes": "LVEF 55%"})
     assert "organ_function.lvef_pct" not in measured["derived.likely_missing"]
+
+
+@pytest.mark.parametrize(
+    "notes",
+    [
+        "Mother has systemic lupus erythematosus.",
+        "Family history of myasthenia gravis.",
+        "Her sister is pregnant.",
+        "His brother had a kidney transplant in 2015.",
+    ],
+)
+def test_a_relatives_history_is_not_the_patients(notes: str) -> None:
+    filled = _filled({"notes": notes, "patient": {"comorbidities": [notes]}})
+    assert filled.get("diagnosis.transplant_history") in (None, "none")
+    assert "organ_function.autoimmune_activity" not in filled
+    assert filled.get("patient.pregnant") is not True
