@@ -304,10 +304,11 @@ def safety_gate(
                     if reasons:
                         demoted.setdefault(description, f"{needed} is known ({'; '.join(reasons)})")
                         conditions.setdefault(description, []).append(
-                            f"Confirm {needed} first: {'; '.join(reasons)} ({unit.unit_id})"
+                            f"Confirm {needed} first: {'; '.join(reasons)}"
                         )
                     else:
-                        rules = confirm.setdefault(description, {}).setdefault((needed, what), [])
+                        drugs = ", ".join(_readable(sorted(set(hits[index]))))
+                        rules = confirm.setdefault(description, {}).setdefault((needed, drugs), [])
                         rules.append(f"{unit.title} ({unit.unit_id})")
                         confirm_needs.setdefault(description, []).extend(
                             f"{fact} (for {unit.unit_id})" for fact in unit.missing

@@ -672,7 +672,7 @@ def likely_missing(case: Mapping[str, Any]) -> dict[str, str]:
         clause = _first_stated(case, _TRANSPLANT_DRUGS)
         if clause and lookup(case, "organ_function.autoimmune_disease") in (None, "none"):
             likely["diagnosis.transplant_history"] = (
-                f'on a transplant immunosuppressant, "{clause}"'
+                f'on a calcineurin or mTOR inhibitor or mycophenolate, "{clause}"'
             )
     if lookup(case, "patient.pregnant") is None:
         clause = _first_stated(case, _OBSTETRIC)
