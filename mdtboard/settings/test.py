@@ -42,7 +42,8 @@ AUDIT_HMAC_KEY = AUDIT_HMAC_KEY or derived_audit_key(SECRET_KEY)
 AUDIT_ANCHOR_PATH = "off"
 
 # As in production, whatever a developer's .env says. The personas of the roles that need
-# two-factor have an authenticator app (tests/fixtures/personas.py, make_user); the e2e login enters codes.
+# two-factor have an authenticator app (make_user in tests/fixtures/personas.py); the e2e
+# login enters codes.
 MFA_REQUIRED_ROLES = ["admin", "curator"]
 SESSION_IDLE_TIMEOUT = 30 * 60
 # The test worker must not pick up runs that tests leave "running" on purpose (lease tests);
