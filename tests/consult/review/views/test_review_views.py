@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from consult.review.models import ClinicianReview, PlanVersion
 from tests.consult.review.planned import planned
+from tests.fixtures.htmx import HTMX
 
 pytestmark = pytest.mark.django_db
 
@@ -155,8 +156,8 @@ def test_pressing_make_pdf_twice_queues_one_report(
     client.force_login(clinician)
     url = reverse("review:report-request", args=[consultation.pk])
     with django_capture_on_commit_callbacks(execute=True):
-        first = client.post(url, {"paper": "a4"}, headers={"HX-Request": "true"})
-        second = client.post(url, {"paper": "a4"}, headers={"HX-Request": "true"})
+        first = client.post(url, {"paper": "a4"}, headers=HTMX)
+        second = client.post(url, {"paper": "a4"}, headers=HTMX)
     report = PlanReport.objects.get()
     assert queued == [report.pk]
     for response in (first, second):
