@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export DJANGO_SETTINGS_MODULE ?= mdtboard.settings.local
 
-.PHONY: run test test-fast lint bench soak evaluate backup restore install install-dev chromium poppler clean-var help
+.PHONY: run test test-fast lint bench soak evaluate evaluate-memory backup restore install install-dev chromium poppler clean-var help
 
 help:
 	@echo "make run       install, start embedded PostgreSQL+Redis, migrate, seed, serve on :8000"
@@ -75,6 +75,13 @@ evaluate: install
 	$(PY) manage.py migrate --verbosity 0
 	$(PY) manage.py load_kb_seed
 	$(PY) manage.py evaluate $(if $(CASES),--cases "$(CASES)")
+
+# The public cases without the experience memory, then after seeding it with reviews of
+# tests/cases (issue 16); the seeded entries stay in the memory.
+evaluate-memory: install
+	$(PY) manage.py migrate --verbosity 0
+	$(PY) manage.py load_kb_seed
+	$(PY) manage.py memory_evaluate
 
 # Backups hold clinical data: keep them encrypted and access-controlled (README, "Backups").
 backup: install

@@ -343,6 +343,10 @@ class SafetyAction(_Strict):
     on without them ("R-CHOP without vincristine"). ``addressed_by``: phrases that, in an
     alternative's ``when``, say it waits until the contraindication no longer holds ("after
     delivery", "once LVEF recovers"): such an alternative stays, never as the pathway.
+    ``check``: a flag that is a patient-level check, reported on every plan it concerns with its
+    result (fail when the rule holds, pass when it does not, unknown when its inputs are
+    missing), so a clinician sees it was made (the HCC liver-function gate); ``shows``: derived
+    facts whose values the result states ("Child-Pugh A, score 5; ALBI grade 1").
     """
 
     type: Literal["safety"] = "safety"
@@ -358,6 +362,11 @@ class SafetyAction(_Strict):
     )
     omit: bool = False
     addressed_by: tuple[Annotated[str, Field(min_length=3, max_length=80)], ...] = ()
+    # Left out of the content when unset, so that adding them changed no existing unit's hash.
+    check: bool = Field(default=False, exclude_if=lambda v: v is False)
+    shows: tuple[Annotated[str, Field(pattern=FACT_PATTERN, max_length=80)], ...] = Field(
+        default=(), exclude_if=lambda v: not v
+    )
 
     @model_validator(mode="after")
     def _targets_something(self) -> SafetyAction:
@@ -373,6 +382,8 @@ class SafetyAction(_Strict):
             raise ValueError("omit is for remove rules that name agents")
         if self.addressed_by and self.effect != "remove":
             raise ValueError("addressed_by is for remove rules")
+        if self.check and self.effect != "flag":
+            raise ValueError("check is for flag rules")
         return self
 
 

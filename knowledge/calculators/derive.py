@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from consult.engine.vocab import STAGING_KEYS
 from knowledge.calculators._common import CalcResult, CalcValue, lookup
+from knowledge.calculators.allergies import allergies_unmapped, allergy_classes
 from knowledge.calculators.breast import adjuvant_cdk46, breast_subtype
 from knowledge.calculators.dosing import (
     bsa_m2,
@@ -121,6 +122,8 @@ PATIENT: Final[dict[str, Calculator]] = {
     "line": treatment_line,
     "pregnancy_trimester": pregnancy_trimester,
     "pregnancy_recorded": pregnancy_recorded,
+    "allergy_classes": allergy_classes,
+    "allergies_unmapped": allergies_unmapped,
 }
 
 _COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}

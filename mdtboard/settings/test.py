@@ -42,7 +42,7 @@ AUDIT_HMAC_KEY = AUDIT_HMAC_KEY or derived_audit_key(SECRET_KEY)
 AUDIT_ANCHOR_PATH = "off"
 
 # As in production, whatever a developer's .env says. The personas of the roles that need
-# two-factor have an authenticator app (make_user in tests/fixtures/personas.py); the e2e
+# two-factor have an authenticator app (tests/fixtures/personas.py, make_user); the e2e
 # login enters codes.
 MFA_REQUIRED_ROLES = ["admin", "curator"]
 SESSION_IDLE_TIMEOUT = 30 * 60
@@ -50,3 +50,6 @@ SESSION_IDLE_TIMEOUT = 30 * 60
 # the sweep itself is tested directly.
 CONSULTATION_RECOVER_EVERY_S = 0.0
 SESSION_COOKIE_AGE = 8 * 3600
+# The memory's maintenance pass is tested directly; the test worker keeps no timer for it.
+MEMORY_PRUNE_EVERY_S = 0.0
+CELERY_BEAT_SCHEDULE = {}

@@ -74,6 +74,9 @@ TABLE: dict[str, Row] = {
     "review:meeting": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
     # Signing is the responsible clinician's act: an administrator may review, never sign.
     "review:sign-off": {"POST": (L, A, H, D, D, D)},
+    # The team's decision as the comparator of rating studies: as the rating app's own
+    # comparator pages, the team's clinicians and administrators.
+    "review:comparator": {"POST": (L, A, H, D, D, A)},
     "review:report-request": {"POST": (L, A, H, D, D, A)},
     "review:report-status": {"GET": (L, A, H, D, D, A)},
     "review:report-download": {"GET": (L, A, H, D, D, A)},
@@ -109,6 +112,14 @@ TABLE: dict[str, Row] = {
     "rating:comparator-edit": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
     "rating:comparator-import": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
     # Studies, their allocation, analytics and unblinded export: administrators only.
+    # --- experience memory and governed evolution (administrators only) -----------------------
+    "memory:home": {"GET": (L, D, D, D, D, A)},
+    "memory:entry": {"GET": (L, D, D, D, D, A), "POST": (L, D, D, D, D, A)},
+    "memory:entry-retire": {"POST": (L, D, D, D, D, A)},
+    "memory:prune": {"POST": (L, D, D, D, D, A)},
+    "memory:evolution": {"GET": (L, D, D, D, D, A)},
+    "memory:propose": {"POST": (L, D, D, D, D, A)},
+    "memory:version-decide": {"POST": (L, D, D, D, D, A)},
     "rating:study-list": {"GET": (L, D, D, D, D, A)},
     "rating:study-create": {"GET": (L, D, D, D, D, A), "POST": (L, D, D, D, D, A)},
     "rating:study-detail": {"GET": (L, D, D, D, D, A)},
