@@ -5,6 +5,7 @@ from __future__ import annotations
 
 pytest_plugins = [
     "tests.fixtures.isolation",
+    "tests.fixtures.markers",
     "tests.fixtures.personas",
     "tests.fixtures.seed",
     "tests.fixtures.consultations",

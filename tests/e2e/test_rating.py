@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from consult.rating.models import Rating
-from tests.consult.rating.support import finished_consultation, study_over, with_comparator
+from tests.consult.rating.support import study_over, with_comparator
 from tests.fixtures.browser import login
+from tests.fixtures.consultations import completed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -24,7 +25,7 @@ def test_rater_rates_a_packet_and_the_admin_sees_it_counted(
     screenshot_dir: Path,
 ) -> None:
     # given a study of one packet, assigned to the rater
-    consultation = finished_consultation(clinician, team, "pub-hcc-01.json")
+    consultation = completed(clinician, team, "pub-hcc-01.json")
     with_comparator(clinician, consultation)
     study = study_over(admin_user, [consultation], [rater])
     context = browser.new_context(viewport={"width": 1280, "height": 900})

@@ -16,16 +16,10 @@ from tests.consult.engine.support import (
     deliberation,
     evidence_unit,
     load_case,
-    seed_bundle,
 )
 from tests.paths import PUBLIC_CASES, REPO
 
 CASES = REPO / "tests" / "cases"
-
-
-@pytest.fixture(scope="module")
-def retriever() -> BundleRetriever:
-    return BundleRetriever(seed_bundle())
 
 
 def _option(description: str, *agents: str, **fields: Any) -> ProposedComponent:

@@ -16,9 +16,9 @@ from consult.journal.board import Board
 from consult.journal.render import render_events
 from mdtboard.asgi import application
 from tests.consult.journal.golden_board import golden, normalise, recorded_consultation, streams
+from tests.fixtures.htmx import HTMX
 
 STREAMS = ["hcc03", "llm-cancelled"]
-HTMX = {"HX-Request": "true"}
 
 
 def assert_same(actual: list[str], expected: list[str]) -> None:

@@ -86,7 +86,7 @@ def test_lists_show_only_the_teams_dossiers_and_filter(
     assert "pub-hcc-01" not in client.get(url, {"cancer_type": "breast"}).content.decode()
     assert "pub-hcc-01" not in client.get(url, {"status": "submitted"}).content.decode()
     # htmx asks for the table only
-    fragment = client.get(url, {"cancer_type": "hcc"}, headers={"HX-Request": "true"})
+    fragment = client.get(url, {"cancer_type": "hcc"}, headers=HTMX)
     assert fragment.content.decode().lstrip().startswith("<table")
 
 
@@ -224,9 +224,7 @@ def test_inline_check_returns_the_fields_error_without_saving(
 ) -> None:
     client.force_login(clinician)
     url = reverse("consult:dossier-check-field", args=[dossier.pk, "patient"])
-    response = client.post(
-        url, {"_field": "patient__ecog", "patient__ecog": "5"}, headers={"HX-Request": "true"}
-    )
+    response = client.post(url, {"_field": "patient__ecog", "patient__ecog": "5"}, headers=HTMX)
     assert response.status_code == 200
     assert "ECOG" in response.content.decode()
     ok = client.post(url, {"_field": "patient__ecog", "patient__ecog": "1"})

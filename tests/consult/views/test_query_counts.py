@@ -10,10 +10,10 @@ from django.urls import reverse
 
 from consult.services.dossiers import case_import
 from tests.consult.journal.golden_board import recorded_consultation, streams
+from tests.fixtures.htmx import HTMX
 from tests.paths import PUBLIC_CASES
 
 pytestmark = pytest.mark.django_db
-HTMX = {"HX-Request": "true"}
 # The session, the user and their roles, the consultation with its dossier, the events and
 # who may cancel; the page also writes the audit record of the viewing (the poll does not).
 BOARD_QUERIES = 11

@@ -24,7 +24,8 @@ from knowledge.services import (
 from mdtboard.audit.models import AuditEvent
 from tests.knowledge.kb_factory import SOURCE, bundle, spec, unit
 
-pytestmark = pytest.mark.django_db
+# Every load embeds what it publishes: the first in a run loads the embedding model.
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 
 @pytest.fixture

@@ -392,11 +392,13 @@ def retrievable(curator: Any, second_curator: Any, sourced: None) -> None:
     versions_embed(version_ids=list(UnitVersion.objects.values_list("pk", flat=True)))
 
 
+@pytest.mark.slow  # embeds: the first in a run loads the embedding model
 def test_published_versions_get_embeddings(retrievable: None) -> None:
     assert UnitEmbedding.objects.count() == 4
     assert UnitEmbedding.objects.first().provider == "local:all-MiniLM-L6-v2"
 
 
+@pytest.mark.slow  # embeds: the first in a run loads the embedding model
 def test_search_returns_provenance_and_filters_by_cancer_type(retrievable: None) -> None:
     hits = unit_search(query="bleeding risk from varices with anti-VEGF", cancer_type="hcc")
     assert hits[0].unit_key == "hcc.varices-bevacizumab"
@@ -408,6 +410,7 @@ def test_search_returns_provenance_and_filters_by_cancer_type(retrievable: None)
     assert "Test Society" in hits[0].source
 
 
+@pytest.mark.slow  # embeds: the first in a run loads the embedding model
 def test_search_sees_published_versions_only(curator: Any, retrievable: None) -> None:
     unit_save_draft(
         actor=curator,
@@ -421,6 +424,7 @@ def test_search_sees_published_versions_only(curator: Any, retrievable: None) ->
     assert "hcc.draft-only" not in {h.unit_key for h in hits}
 
 
+@pytest.mark.slow  # embeds: the first in a run loads the embedding model
 def test_keyword_mode_finds_drug_names_and_hybrid_fuses(retrievable: None) -> None:
     keyword = unit_search(query="osimertinib", mode="keyword")
     assert [h.unit_key for h in keyword] == ["lung.osimertinib"]
@@ -432,6 +436,7 @@ def test_keyword_mode_finds_drug_names_and_hybrid_fuses(retrievable: None) -> No
     )
 
 
+@pytest.mark.slow  # embeds: the first in a run loads the embedding model
 def test_search_with_a_case_drops_units_that_do_not_apply(retrievable: None) -> None:
     case = {"cancer_type": "hcc", "organ_function": {"varices": "none"}}
     hits = unit_search(query="bevacizumab varices", cancer_type="hcc", case=case, k=10)
@@ -443,6 +448,7 @@ def test_search_with_a_case_drops_units_that_do_not_apply(retrievable: None) -> 
     assert hit.applies is None  # varices not recorded: unknown, kept, never assumed
 
 
+@pytest.mark.slow  # embeds: the first in a run loads the embedding model
 def test_arbitration_puts_safety_first_and_records_the_decision(retrievable: None) -> None:
     hits = unit_search(query="atezolizumab bevacizumab varices", cancer_type="hcc", k=10)
     result = arbitrate(hits)

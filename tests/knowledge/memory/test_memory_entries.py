@@ -14,7 +14,7 @@ from consult.review import services
 from knowledge.memory.models import EntryKind, ExperienceEntry
 from knowledge.memory.services import ExperienceError, experience_retire
 from mdtboard.audit.models import AuditEvent
-from tests.consult.review.planned import planned
+from tests.fixtures.consultations import completed
 
 pytestmark = pytest.mark.django_db
 
@@ -65,7 +65,7 @@ def test_accepting_a_plan_records_a_correctkb_entry_with_its_plan_and_reasoning(
     clinician: Any, team: Any, django_capture_on_commit_callbacks: Any, monkeypatch: Any
 ) -> None:
     # given the board's plan for a public HCC case, accepted by the team
-    consultation = planned(clinician, team, "pub-hcc-01.json")
+    consultation = completed(clinician, team, "pub-hcc-01.json")
     queued: list[int] = []
     monkeypatch.setattr("consult.tasks.experience_from_review.delay", queued.append)
     with django_capture_on_commit_callbacks(execute=True):
@@ -99,7 +99,7 @@ def test_amending_a_plan_records_a_chainkb_entry_with_the_correct_plan_and_a_ref
     clinician: Any, team: Any
 ) -> None:
     # given the board's plan, amended by the team with a safety reason
-    consultation = planned(clinician, team, "pub-hcc-01.json")
+    consultation = completed(clinician, team, "pub-hcc-01.json")
     board_first = consultation.plan.payload["recommendation"]["components"][0]["description"]
     version = _amend_first_item(
         consultation,
@@ -126,7 +126,7 @@ def test_amending_a_plan_records_a_chainkb_entry_with_the_correct_plan_and_a_ref
 def test_rejecting_a_plan_records_a_chainkb_entry_with_the_reason(
     clinician: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team, "pub-breast-01.json")
+    consultation = completed(clinician, team, "pub-breast-01.json")
     review = _decide(consultation, clinician, "reject", "Fertility preservation must come first")
     entry = ExperienceEntry.objects.get(pk=learning.experience_from_review(review_id=review.pk))
     assert entry.kind == EntryKind.CHAIN
@@ -138,12 +138,12 @@ def test_rejecting_a_plan_records_a_chainkb_entry_with_the_reason(
 
 def test_retrieval_returns_the_similar_case_of_the_same_cancer(clinician: Any, team: Any) -> None:
     # given one accepted HCC plan and one accepted breast plan in the memory
-    hcc = planned(clinician, team, "pub-hcc-01.json")
-    breast = planned(clinician, team, "pub-breast-01.json")
+    hcc = completed(clinician, team, "pub-hcc-01.json")
+    breast = completed(clinician, team, "pub-breast-01.json")
     hcc_entry = learning.experience_from_review(review_id=_decide(hcc, clinician, "accept").pk)
     learning.experience_from_review(review_id=_decide(breast, clinician, "accept").pk)
     # when the board recalls past cases for another HCC case
-    other = planned(clinician, team, "pub-hcc-02.json").snapshot.data
+    other = completed(clinician, team, "pub-hcc-02.json").snapshot.data
     past = learning.DbExperience().similar(case=other, k=5)
     # then it recalls the HCC case, never the breast one
     assert [p.entry_id for p in past] == [hcc_entry]
@@ -155,7 +155,7 @@ def test_retrieval_returns_the_similar_case_of_the_same_cancer(clinician: Any, t
 def test_a_retired_entry_is_not_recalled_and_cannot_be_edited(
     clinician: Any, team: Any, admin_user: Any
 ) -> None:
-    consultation = planned(clinician, team, "pub-hcc-01.json")
+    consultation = completed(clinician, team, "pub-hcc-01.json")
     entry = ExperienceEntry.objects.get(
         pk=learning.experience_from_review(review_id=_decide(consultation, clinician, "accept").pk)
     )
@@ -172,12 +172,11 @@ def _rated(clinician: Any, team: Any, admin: Any, rater: Any, system: int, other
     from consult.rating.services import assignment_open, rating_submit
     from tests.consult.rating.support import (
         answers,
-        finished_consultation,
         study_over,
         with_comparator,
     )
 
-    consultation = finished_consultation(clinician, team, "pub-hcc-01.json")
+    consultation = completed(clinician, team, "pub-hcc-01.json")
     with_comparator(clinician, consultation)
     study = study_over(admin, [consultation], [rater])
     assignment = study.assignments.get()
@@ -221,7 +220,7 @@ def test_recall_without_a_working_embedding_provider_recalls_nothing(
     # given an entry in the memory, and an embeddings endpoint that fails
     from knowledge.embeddings import EmbeddingError
 
-    consultation = planned(clinician, team, "pub-hcc-01.json")
+    consultation = completed(clinician, team, "pub-hcc-01.json")
     learning.experience_from_review(review_id=_decide(consultation, clinician, "accept").pk)
 
     class Down:

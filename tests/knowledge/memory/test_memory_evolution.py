@@ -26,8 +26,7 @@ from knowledge.memory.evolution import (
 from knowledge.memory.models import PromptVersion, VersionStatus, WeightVersion
 from knowledge.memory.selectors import versions_in_force
 from mdtboard.audit.models import AuditEvent
-from tests.consult.integration.test_consultations import submitted
-from tests.consult.review.planned import planned
+from tests.fixtures.consultations import completed, submitted
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +39,7 @@ REASONS = (
 
 def _correct(clinician: Any, team: Any, reason: str) -> int:
     """A board plan whose first pathway item the team replaced by ablation, for a reason."""
-    consultation = planned(clinician, team, "pub-hcc-01.json", copy_of=uuid.uuid4().hex[:8])
+    consultation = completed(clinician, team, "pub-hcc-01.json", copy_of=uuid.uuid4().hex[:8])
     components = review_state_get(consultation=consultation).current.payload["recommendation"][
         "components"
     ]

@@ -15,8 +15,8 @@ from consult.review import services
 from consult.services.consultations import consultation_run, consultation_start
 from knowledge.memory.evolution import version_approve
 from knowledge.memory.models import ExperienceEntry, PromptVersion
-from tests.consult.integration.test_consultations import load_seed, submitted
-from tests.consult.review.planned import planned
+from tests.fixtures.consultations import completed, submitted
+from tests.fixtures.seed import load_seed
 from tests.llm_stub import StubReply
 
 ADDENDUM = "- hcc: check the platelet count before proposing resection (test addendum)."
@@ -69,7 +69,7 @@ def test_the_llm_writes_the_chainkb_reflection_when_configured(
         return StubReply(content=json.dumps(reflection))
 
     llm_env.switch.responder = respond
-    consultation = planned(clinician, team, "pub-hcc-01.json")
+    consultation = completed(clinician, team, "pub-hcc-01.json")
     review = services.review_decide(
         actor=clinician,
         consultation=consultation,

@@ -15,7 +15,8 @@ from consult.models import AgentMessage
 from consult.services.consultations import consultation_run, consultation_start
 from knowledge.memory.models import ExperienceEntry, ExperienceUse
 from knowledge.memory.services import EntryDraft, experience_record
-from tests.consult.integration.test_consultations import load_seed, submitted
+from tests.fixtures.consultations import submitted
+from tests.fixtures.seed import load_seed
 from tests.paths import PUBLIC_CASES
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -109,7 +110,7 @@ def test_the_pdf_report_names_the_past_cases_and_the_weight_version(
     from consult.models import Consultation
     from consult.review import services
     from consult.review.report import report_html
-    from tests.consult.review.planned import planned
+    from tests.fixtures.consultations import completed
 
     monkeypatch.setattr(services, "_enqueue_report", lambda report_id: None)
 
@@ -125,7 +126,7 @@ def test_the_pdf_report_names_the_past_cases_and_the_weight_version(
             }
         ]
 
-    consultation = planned(clinician, team, "pub-hcc-01.json", edit=informed)
+    consultation = completed(clinician, team, "pub-hcc-01.json", edit=informed)
     Consultation.objects.filter(pk=consultation.pk).update(
         config={**consultation.config, "weight_version": "w2", "weight_offsets": {"safety": 0.2}}
     )

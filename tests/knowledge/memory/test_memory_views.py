@@ -14,13 +14,13 @@ from consult import learning
 from consult.review import services
 from knowledge.memory.models import ExperienceEntry
 from mdtboard.audit.models import AuditEvent
-from tests.consult.review.planned import planned
+from tests.fixtures.consultations import completed
 
 pytestmark = pytest.mark.django_db
 
 
 def _entry(clinician: Any, team: Any) -> ExperienceEntry:
-    consultation = planned(clinician, team, "pub-hcc-01.json")
+    consultation = completed(clinician, team, "pub-hcc-01.json")
     review = services.review_decide(
         actor=clinician,
         consultation=consultation,

@@ -44,7 +44,11 @@ SAFETY_KINDS = (UnitKind.CONTRAINDICATION, UnitKind.INTERACTION, UnitKind.ORGAN_
 # --- loading ------------------------------------------------------------------------------------
 # The seed bundle itself is the shared ``bundle`` fixture (tests/fixtures/seed.py).
 def _documents() -> list[dict[str, Any]]:
-    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted(SEED_DIR.glob("*.yaml"))]
+    # libyaml's safe loader: the same documents as yaml.safe_load, in a tenth of the time
+    return [
+        yaml.load(p.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
+        for p in sorted(SEED_DIR.glob("*.yaml"))
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -261,7 +261,7 @@ def test_diagnostics_offers_a_dossier_only_to_clinical_roles(
     assert hit.unit_key == "hcc.resection"
     assert hit.applies in (True, None)
     # htmx asks for the panel only
-    fragment = client.get(url, query, headers={"HX-Request": "true"}).content.decode()
+    fragment = client.get(url, query, headers=HTMX).content.decode()
     assert fragment.lstrip().startswith('<div id="diagnostics-panel">')
 
 
@@ -660,7 +660,7 @@ def test_unit_list_searches_and_filters(
     assert keys(status="published") == set()
     assert keys(kind="staging_rule") == set()
     assert keys(source=SOURCE["key"]) == {"hcc.resection", "lung.osimertinib"}
-    fragment = client.get(url, {"q": "EGFR"}, headers={"HX-Request": "true"}).content.decode()
+    fragment = client.get(url, {"q": "EGFR"}, headers=HTMX).content.decode()
     assert fragment.lstrip().startswith('<table id="unit-table"')
     assert "lung.osimertinib" in fragment
 

@@ -14,7 +14,7 @@ from tests.mdtboard.permissions import ALLOW, DENY, ROLES, SOCKETS
 # The consumers read the database from another thread: the data must be committed.
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# The conftest persona of each role of the table.
+# The persona (tests/fixtures/personas.py) of each role of the table.
 PERSONAS = {
     "team-clinician": "clinician",
     "other-team-clinician": "outsider",

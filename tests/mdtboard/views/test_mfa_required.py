@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from mdtboard.accounts.middleware import MFA_REQUIRED_MESSAGE
 from mdtboard.accounts.selectors import mfa_required_roles
-from tests.fixtures.htmx import HISTORY_RESTORE
+from tests.fixtures.htmx import HISTORY_RESTORE, HTMX
 from tests.fixtures.personas import PASSWORD, TOTP_SECRET, make_user, totp_code
 
 pytestmark = pytest.mark.django_db
@@ -109,7 +109,7 @@ def test_mfa_required_forces_curators_but_not_clinicians(
 def test_mfa_required_htmx_request_gets_403_with_the_reason(client: Any, bare_curator: Any) -> None:
     client.force_login(bare_curator)
     # when the page asks for a fragment, a redirect would swap the setup page into it
-    response = client.get(KB_PAGE, headers={"HX-Request": "true"})
+    response = client.get(KB_PAGE, headers=HTMX)
     # then the request is refused, saying why
     assert response.status_code == 403
     assert response.content.decode() == MFA_REQUIRED_MESSAGE

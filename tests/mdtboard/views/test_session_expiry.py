@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from mdtboard.accounts import sessions
 from mdtboard.audit.models import AuditEvent
-from tests.fixtures.htmx import HISTORY_RESTORE
+from tests.fixtures.htmx import HISTORY_RESTORE, HTMX
 
 pytestmark = pytest.mark.django_db
 
@@ -123,7 +123,7 @@ def test_session_expiry_htmx_request_loads_the_login_page_whole(
     client.force_login(clinician)
     clock.advance(minutes=31)
     # when a fragment request arrives after the idle timeout
-    response = client.get(HOME, headers={"HX-Request": "true"})
+    response = client.get(HOME, headers=HTMX)
     # then htmx is told to load the login page itself rather than swap it into a fragment
     assert response["HX-Redirect"] == reverse("account_login")
     assert not _signed_in(client)

@@ -14,11 +14,10 @@ from consult.models import AgentMessage, ConsultationEvent
 from consult.rating.blinding import blind_plan
 from consult.rating.models import Assignment
 from tests.consult.rating.support import (
-    finished_consultation,
     study_over,
-    system_plan,
     with_comparator,
 )
+from tests.fixtures.consultations import completed, system_plan
 from tests.fixtures.personas import make_user
 
 # The board's own names for its members: present in agent traces, never in a packet.
@@ -101,7 +100,7 @@ def test_a_real_consultation_packet_names_no_engine_model_role_or_unit(
 def test_both_plans_have_the_same_sections_in_the_same_order(
     clinician: Any, team: Any, rater: Any, admin_user: Any
 ) -> None:
-    consultation = finished_consultation(clinician, team, "pub-breast-01.json")
+    consultation = completed(clinician, team, "pub-breast-01.json")
     with_comparator(clinician, consultation)
     study = study_over(admin_user, [consultation], [rater])
     client = Client()
@@ -139,7 +138,7 @@ def test_llm_and_clinician_text_is_escaped_and_scrubbed(
             ],
         },
     }
-    consultation = finished_consultation(clinician, team, "pub-hcc-01.json", plan=payload)
+    consultation = completed(clinician, team, "pub-hcc-01.json", plan=payload)
     with_comparator(
         clinician,
         consultation,
@@ -167,7 +166,7 @@ def test_the_comparator_json_never_reaches_a_rater_with_its_engine_key(
     clinician: Any, team: Any, admin_user: Any
 ) -> None:
     rater = make_user("rater", "blind@hospital.test", [])
-    consultation = finished_consultation(clinician, team, "pub-lung-02.json")
+    consultation = completed(clinician, team, "pub-lung-02.json")
     comparator = with_comparator(clinician, consultation)
     assert "engine" not in comparator.payload
     study = study_over(admin_user, [consultation], [rater])

@@ -12,14 +12,15 @@ from django.urls import reverse
 
 from consult.rating.models import ComparatorPlan
 from mdtboard.audit.models import AuditEvent
-from tests.consult.rating.support import COMPARATOR, finished_consultation
+from tests.consult.rating.support import COMPARATOR
+from tests.fixtures.consultations import completed
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def dossier(clinician: Any, team: Any) -> Any:
-    return finished_consultation(clinician, team, "pub-hcc-01.json").dossier
+    return completed(clinician, team, "pub-hcc-01.json").dossier
 
 
 def _client(user: Any) -> Client:

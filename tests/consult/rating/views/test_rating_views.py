@@ -13,10 +13,10 @@ from consult.rating.models import Assignment, Rating, Score
 from mdtboard.audit.models import AuditEvent
 from tests.consult.rating.support import (
     answers,
-    finished_consultation,
     study_over,
     with_comparator,
 )
+from tests.fixtures.consultations import completed
 from tests.fixtures.personas import make_user
 
 pytestmark = pytest.mark.django_db
@@ -33,8 +33,7 @@ def second_rater(db: None) -> Any:
 @pytest.fixture
 def study(clinician: Any, team: Any, admin_user: Any, rater: Any, second_rater: Any) -> Any:
     consultations = [
-        finished_consultation(clinician, team, name)
-        for name in ("pub-hcc-01.json", "pub-lung-02.json")
+        completed(clinician, team, name) for name in ("pub-hcc-01.json", "pub-lung-02.json")
     ]
     for consultation in consultations:
         with_comparator(clinician, consultation)
@@ -134,7 +133,7 @@ def test_a_rater_gets_404_for_a_packet_assigned_to_someone_else(
     study: Any, rater: Any, second_rater: Any, clinician: Any, team: Any, admin_user: Any
 ) -> None:
     # given a packet assigned to the second rater only
-    other = finished_consultation(clinician, team, "pub-breast-02.json")
+    other = completed(clinician, team, "pub-breast-02.json")
     with_comparator(clinician, other)
     solo = study_over(admin_user, [other], [second_rater], name="Solo")
     theirs = _mine(solo, second_rater)

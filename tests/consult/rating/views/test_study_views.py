@@ -19,10 +19,10 @@ from consult.rating.statistics import icc_2_1
 from mdtboard.audit.models import AuditEvent
 from tests.consult.rating.support import (
     answers,
-    finished_consultation,
     study_over,
     with_comparator,
 )
+from tests.fixtures.consultations import completed
 from tests.fixtures.personas import make_user
 from tests.llm_stub import StubReply
 
@@ -40,7 +40,7 @@ def raters(db: None) -> list[Any]:
 def consultations(clinician: Any, team: Any) -> list[Any]:
     out = []
     for name in CASES:
-        consultation = finished_consultation(clinician, team, name)
+        consultation = completed(clinician, team, name)
         with_comparator(clinician, consultation)
         out.append(consultation)
     return out
@@ -85,7 +85,7 @@ def test_a_study_refuses_what_it_cannot_randomise(
     admin_user: Any, consultations: list[Any], raters: list[Any], clinician: Any, team: Any
 ) -> None:
     client = _client(admin_user)
-    lonely = finished_consultation(clinician, team, "pub-hcc-02.json")  # no comparator
+    lonely = completed(clinician, team, "pub-hcc-02.json")  # no comparator
     response = client.post(
         reverse("rating:study-create"),
         {

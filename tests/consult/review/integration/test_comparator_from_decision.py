@@ -14,7 +14,7 @@ from consult.review import services
 from consult.review.selectors import review_state_get
 from consult.review.services import Attendee, ComponentEdit, ReviewError
 from mdtboard.audit.models import AuditEvent
-from tests.consult.review.planned import planned
+from tests.fixtures.consultations import completed
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +84,7 @@ def test_an_amended_signed_off_decision_becomes_the_comparator_once(
     clinician: Any, team: Any
 ) -> None:
     # given a plan the MDT amended, recorded and signed off
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     version = _amend_to_ablation(consultation, clinician)
     _meeting(consultation, clinician)
     services.plan_sign_off(actor=clinician, consultation=consultation)
@@ -122,7 +122,7 @@ def test_an_amended_signed_off_decision_becomes_the_comparator_once(
 def test_a_corrected_meeting_record_makes_a_new_comparator_version(
     clinician: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     _decide(consultation, clinician, "accept")
     _meeting(consultation, clinician, final="Resection")
     first = services.comparator_from_mdt_decision(actor=clinician, consultation=consultation)
@@ -144,7 +144,7 @@ def test_a_corrected_meeting_record_makes_a_new_comparator_version(
 def test_no_comparator_without_a_decision_and_a_meeting_or_from_a_rejection(
     clinician: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     with pytest.raises(ReviewError, match="decision"):
         services.comparator_from_mdt_decision(actor=clinician, consultation=consultation)
     _decide(consultation, clinician, "accept")

@@ -20,8 +20,8 @@ from consult.review.models import PlanReport
 from consult.review.pdf import LocalOnlyFetcher, pdf_render
 from consult.review.presenters import GATE_STATUS, gate_title, humanise_key
 from consult.review.report import DISCLAIMER, report_html
-from tests.consult.review.planned import planned
 from tests.fixtures.browser import SCREENSHOT_DIR
+from tests.fixtures.consultations import completed
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +99,7 @@ def test_pdf_of_a_public_case_has_what_a_colleague_takes_into_the_meeting(
 @pytest.mark.django_db
 def test_page_one_renders_to_an_image_for_the_readme(clinician: Any, team: Any) -> None:
     # given the report of a public case
-    consultation = planned(clinician, team, "pub-lung-01.json")
+    consultation = completed(clinician, team, "pub-lung-01.json")
     report, _data = _render(consultation, clinician)
     # when page 1 is rasterised as a reader's viewer would
     pdftoppm = shutil.which("pdftoppm")
@@ -133,7 +133,7 @@ def test_page_one_renders_to_an_image_for_the_readme(clinician: Any, team: Any) 
 
 @pytest.mark.django_db
 def test_us_letter_and_a4_are_the_clinicians_choice(clinician: Any, team: Any) -> None:
-    consultation = planned(clinician, team, "pub-breast-01.json")
+    consultation = completed(clinician, team, "pub-breast-01.json")
     for paper, points in (("a4", (595, 842)), ("letter", (612, 792))):
         _, data = _render(consultation, clinician, paper)
         box = PdfReader(io.BytesIO(data)).pages[0].mediabox
@@ -151,7 +151,7 @@ def test_hostile_text_in_a_plan_is_printed_as_text_and_nothing_is_fetched(
     clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # given a plan and an agent's conclusion carrying markup, as an LLM might write it
-    consultation = planned(clinician, team, edit=_hostile)
+    consultation = completed(clinician, team, edit=_hostile)
     AgentMessage.objects.create(
         consultation=consultation,
         step_key="r1.report.treatment",

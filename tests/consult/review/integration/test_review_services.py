@@ -18,7 +18,7 @@ from consult.review.services import Attendee, ComponentEdit, ReviewError, Review
 from mdtboard.audit.hashing import canonical_json, payload_hash
 from mdtboard.audit.models import AuditEvent
 from mdtboard.audit.services import audit_verify
-from tests.consult.review.planned import planned
+from tests.fixtures.consultations import completed
 
 pytestmark = pytest.mark.django_db
 
@@ -61,7 +61,7 @@ def test_amend_makes_version_2_and_leaves_version_1_byte_identical(
     clinician: Any, team: Any
 ) -> None:
     # given the board's plan, its stored bytes and hash
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     before = Plan.objects.get(consultation=consultation)
     stored = canonical_json(before.payload)
     # when a clinician changes the first pathway item
@@ -92,7 +92,7 @@ def test_amend_makes_version_2_and_leaves_version_1_byte_identical(
 def test_plan_versions_and_reviews_cannot_be_changed_in_the_database(
     clinician: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     version = _amend(consultation, clinician, description="Changed")
     for model, pk in ((PlanVersion, version.pk), (Plan, consultation.plan.pk)):
         # the app's database role may not update them (and the owner would meet the trigger)
@@ -103,7 +103,7 @@ def test_plan_versions_and_reviews_cannot_be_changed_in_the_database(
 def test_an_alternative_needs_its_when_and_nothing_is_saved_on_error(
     clinician: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     with pytest.raises(ReviewError) as error:
         _amend(consultation, clinician, role="alternative", when="")
     assert any("when" in e for e in error.value.errors)
@@ -114,7 +114,7 @@ def test_an_alternative_needs_its_when_and_nothing_is_saved_on_error(
 def test_the_same_submission_twice_saves_one_review_and_one_version(
     clinician: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     key = uuid.uuid4()
     first = services.review_decide(
         actor=clinician,
@@ -143,7 +143,7 @@ def test_the_same_submission_twice_saves_one_review_and_one_version(
 @pytest.mark.django_db(transaction=True)
 def test_two_simultaneous_presses_of_the_button_save_one_review(clinician: Any, team: Any) -> None:
     # given two requests carrying the same form's key, arriving together
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     key = uuid.uuid4()
     start = threading.Barrier(2)
     outcomes: list[Any] = []
@@ -179,7 +179,7 @@ def test_two_simultaneous_presses_of_the_button_save_one_review(clinician: Any, 
 def test_a_form_filled_against_an_older_version_is_refused(
     clinician: Any, colleague: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     _amend(consultation, colleague, description="Colleague's change")
     with pytest.raises(ReviewError, match="now version 2"):
         services.review_decide(
@@ -193,7 +193,7 @@ def test_a_form_filled_against_an_older_version_is_refused(
 
 
 def test_reject_needs_a_reason(clinician: Any, team: Any) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     with pytest.raises(ReviewError, match="reason"):
         services.review_decide(
             actor=clinician,
@@ -220,7 +220,7 @@ def _meeting(consultation: Any, actor: Any, responsible: Any) -> Any:
 def test_only_the_responsible_clinician_signs_off_and_then_the_review_is_closed(
     clinician: Any, colleague: Any, admin_user: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     # sign-off needs a decision and a meeting first
     with pytest.raises(ReviewError, match="decision"):
         services.plan_sign_off(actor=clinician, consultation=consultation)
@@ -253,13 +253,13 @@ def test_only_the_responsible_clinician_signs_off_and_then_the_review_is_closed(
 def test_the_responsible_clinician_must_be_of_the_team(
     clinician: Any, outsider: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     with pytest.raises(ReviewError, match="responsible clinician"):
         _meeting(consultation, clinician, responsible=outsider)
 
 
 def test_every_review_action_is_audited_in_an_unbroken_chain(clinician: Any, team: Any) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     _amend(consultation, clinician, description="Changed")
     _meeting(consultation, clinician, responsible=clinician)
     services.plan_sign_off(actor=clinician, consultation=consultation)
@@ -281,7 +281,7 @@ def test_every_review_action_is_audited_in_an_unbroken_chain(clinician: Any, tea
 def test_case_record_holds_snapshot_events_versions_reviews_and_meeting(
     clinician: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     _amend(consultation, clinician, description="Changed")
     _meeting(consultation, clinician, responsible=clinician)
     record = services.case_record(consultation=consultation)

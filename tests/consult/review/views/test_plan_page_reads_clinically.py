@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from consult.engine.guideline import relevant_staging
 from consult.engine.vocab import STAGING_LABELS
-from tests.consult.review.planned import planned
+from tests.fixtures.consultations import completed
 from tests.page_text import internal_names, page_text
 from tests.paths import PUBLIC_CASES
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _plan_page(client: Any, clinician: Any, team: Any, case: str) -> tuple[Any, str]:
-    consultation = planned(clinician, team, case)
+    consultation = completed(clinician, team, case)
     client.force_login(clinician)
     response = client.get(reverse("consult:plan-detail", args=[consultation.pk]))
     assert response.status_code == 200
@@ -116,7 +116,7 @@ def test_a_pathway_item_that_waits_for_a_precondition_says_so(
         first = plan["recommendation"]["components"][0]
         first["waits_for"] = "the large varices have been treated (hcc.ci.untreated-varices)"
 
-    consultation = planned(clinician, team, "pub-hcc-03.json", edit=waiting)
+    consultation = completed(clinician, team, "pub-hcc-03.json", edit=waiting)
     client.force_login(clinician)
     html = client.get(reverse("consult:plan-detail", args=[consultation.pk])).content.decode()
     text = page_text(html[html.index("<main") : html.index("</main>")])

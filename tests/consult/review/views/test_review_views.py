@@ -10,7 +10,8 @@ import pytest
 from django.urls import reverse
 
 from consult.review.models import ClinicianReview, PlanVersion
-from tests.consult.review.planned import planned
+from tests.fixtures.consultations import completed
+from tests.fixtures.htmx import HTMX
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +36,7 @@ def _amend_form(client: Any, consultation: Any) -> dict[str, str]:
 def test_a_rater_or_a_clinician_of_another_team_cannot_review(
     client: Any, clinician: Any, team: Any, rater: Any, outsider: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     for user, status in ((rater, 403), (outsider, 404)):
         client.force_login(user)
         assert _decide(client, consultation).status_code == status
@@ -51,7 +52,7 @@ def test_a_rater_or_a_clinician_of_another_team_cannot_review(
 def test_a_clinician_of_the_team_accepts_and_the_page_says_so(
     client: Any, clinician: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     client.force_login(clinician)
     response = _decide(client, consultation, reason="Agreed at the meeting")
     assert response.status_code == 302
@@ -64,7 +65,7 @@ def test_amending_through_the_form_keeps_what_was_not_edited(
     client: Any, clinician: Any, team: Any
 ) -> None:
     # given the amend form of a plan, as drawn
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     client.force_login(clinician)
     data = _amend_form(client, consultation)
     assert data["c-0-description"].startswith("Liver resection")
@@ -90,7 +91,7 @@ def test_amending_through_the_form_keeps_what_was_not_edited(
 def test_amend_without_a_reason_is_refused_where_the_clinician_sees_it(
     client: Any, clinician: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     client.force_login(clinician)
     data = _amend_form(client, consultation)
     response = client.post(reverse("review:amend", args=[consultation.pk]), data)
@@ -102,7 +103,7 @@ def test_amend_without_a_reason_is_refused_where_the_clinician_sees_it(
 def test_plan_page_reads_as_a_recommendation_with_clinical_labels(
     client: Any, clinician: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     client.force_login(clinician)
     page = client.get(reverse("consult:plan-detail", args=[consultation.pk])).content.decode()
     # the question, then the pathway, then alternatives, ruled out, gates, monitoring
@@ -129,8 +130,8 @@ def test_plan_page_reads_as_a_recommendation_with_clinical_labels(
 def test_dossier_list_is_the_worklist_of_the_next_meeting(
     client: Any, clinician: Any, team: Any
 ) -> None:
-    awaiting = planned(clinician, team, "pub-hcc-01.json")
-    decided = planned(clinician, team, "pub-lung-01.json")
+    awaiting = completed(clinician, team, "pub-hcc-01.json")
+    decided = completed(clinician, team, "pub-lung-01.json")
     client.force_login(clinician)
     _decide(client, decided)
     page = client.get(reverse("consult:dossier-list")).content.decode()
@@ -151,12 +152,12 @@ def test_pressing_make_pdf_twice_queues_one_report(
 
     queued: list[int] = []
     monkeypatch.setattr(services, "_enqueue_report", queued.append)
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     client.force_login(clinician)
     url = reverse("review:report-request", args=[consultation.pk])
     with django_capture_on_commit_callbacks(execute=True):
-        first = client.post(url, {"paper": "a4"}, headers={"HX-Request": "true"})
-        second = client.post(url, {"paper": "a4"}, headers={"HX-Request": "true"})
+        first = client.post(url, {"paper": "a4"}, headers=HTMX)
+        second = client.post(url, {"paper": "a4"}, headers=HTMX)
     report = PlanReport.objects.get()
     assert queued == [report.pk]
     for response in (first, second):
@@ -186,7 +187,7 @@ def test_the_mdt_decision_becomes_the_comparator_from_the_review_page(
     from consult.rating.models import ComparatorPlan
 
     # given a decision and a meeting record
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     client.force_login(clinician)
     _decide(client, consultation)
     plan_url = reverse("consult:plan-detail", args=[consultation.pk])
@@ -218,7 +219,7 @@ def test_the_mdt_decision_becomes_the_comparator_from_the_review_page(
 def test_a_rejected_plan_points_to_the_comparator_page(
     client: Any, clinician: Any, team: Any
 ) -> None:
-    consultation = planned(clinician, team)
+    consultation = completed(clinician, team)
     client.force_login(clinician)
     _decide(client, consultation, decision="reject", reason="Wrong stage")
     _record_meeting(consultation, clinician)
