@@ -343,6 +343,10 @@ class SafetyAction(_Strict):
     on without them ("R-CHOP without vincristine"). ``addressed_by``: phrases that, in an
     alternative's ``when``, say it waits until the contraindication no longer holds ("after
     delivery", "once LVEF recovers"): such an alternative stays, never as the pathway.
+    ``agents_from``: a derived fact listing the patient's prior regimens
+    (``derived.progressed_on``, ``derived.intolerant_of``) whose drugs are the rule's agents, less
+    those of ``rechallenge`` (drugs a guideline re-uses after progression, such as trastuzumab
+    beyond progression or rituximab in salvage regimens).
     """
 
     type: Literal["safety"] = "safety"
@@ -358,10 +362,21 @@ class SafetyAction(_Strict):
     )
     omit: bool = False
     addressed_by: tuple[Annotated[str, Field(min_length=3, max_length=80)], ...] = ()
+    agents_from: Annotated[str, Field(pattern=r"^derived\.[a-z0-9_]+$", max_length=80)] | None = (
+        None
+    )
+    rechallenge: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _targets_something(self) -> SafetyAction:
-        if not self.agents and not self.modalities and self.effect != "flag":
+        if self.rechallenge and not self.agents_from:
+            raise ValueError("rechallenge is for rules that take their agents from a fact")
+        if (
+            not self.agents
+            and not self.modalities
+            and not self.agents_from
+            and self.effect != "flag"
+        ):
             raise ValueError(
                 "a safety rule that removes, conditions or adjusts must name agents or modalities"
             )

@@ -327,7 +327,9 @@ def safety_gate(
                     continue
                 kept_only = False
                 result = "removed"
-                removed[description] = f"{unit.title}: {advice} ({unit.unit_id})"
+                # A rule about the patient's history names the drugs it found there.
+                named = f" ({', '.join(names)})" if action.get("agents_from") else ""
+                removed[description] = f"{unit.title}{named}: {advice} ({unit.unit_id})"
                 outcome.conflicts.append(
                     conflict_record(
                         between=["treatment", "safety"],
