@@ -1149,6 +1149,8 @@ COMMON_FACTS = {
     "line",
     "pregnancy_trimester",
     "pregnancy_recorded",
+    "progressed_on",
+    "intolerant_of",
 }
 
 
