@@ -13,6 +13,7 @@ from knowledge.calculators.breast_genomics import (
     pi3k_pathway_altered,
     pik3ca_mutation,
 )
+from knowledge.calculators.breast_local import breast_surgery_done
 from knowledge.calculators.dosing import (
     bsa_m2,
     capecitabine_renal_dose_pct,
@@ -164,6 +165,7 @@ CALCULATORS_BY_CANCER_TYPE: Final[dict[str, dict[str, Calculator]]] = {
         "esr1_mutation": esr1_mutation,
         "pik3ca_mutation": pik3ca_mutation,
         "pi3k_pathway_altered": pi3k_pathway_altered,
+        "breast_surgery_done": breast_surgery_done,
     },
     "lymphoma": {
         "ann_arbor_stage": ann_arbor_stage,
