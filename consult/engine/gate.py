@@ -34,6 +34,7 @@ from typing import Any
 from consult.engine import lexicon
 from consult.engine.consensus import conflict_record
 from consult.engine.dosing import dose_note
+from consult.engine.hygiene import Excluded, clean_text
 from consult.engine.matching import (
     SEVERITY_RISK,
     addressed,
@@ -201,6 +202,9 @@ def safety_gate(
     # the regimen goes on without them).
     withdrawn: dict[int, set[str]] = {}
     conditions: dict[str, list[str]] = {}
+    # What the rules that fired exclude for this patient: no plan item may name it.
+    excluded_names: list[str] = []
+    excluded_modalities: list[str] = []
     for unit in sorted(safety_units, key=lambda u: u.unit_id):
         if not relevant(unit, facts):
             continue
@@ -209,6 +213,9 @@ def safety_gate(
         effect = str(action.get("effect") or "flag")
         severity = str(action.get("severity") or "major")
         advice = str(action.get("advice") or "")
+        if unit.applies is True and vetoes(action):
+            excluded_names.extend(str(a) for a in action.get("agents") or ())
+            excluded_modalities.extend(str(m) for m in action.get("modalities") or ())
         hits = {
             i: [n for n in targets(action, c) if norm_name(n) not in withdrawn.get(i, set())]
             for i, c in enumerate(items)
@@ -403,6 +410,14 @@ def safety_gate(
                 detail=f"{unit.title}: {advice}".strip(": "),
             )
         )
+    items = _without_excluded_names(
+        items,
+        Excluded.of(excluded_names, excluded_modalities),
+        outcome=outcome,
+        removed=removed,
+        held=held,
+        keyed=(demoted, conditions),
+    )
     arranged = arrange(items, removed=removed, demoted=demoted, held=held, declines=declines)
     outcome.rejected = arranged.rejected
     outcome.blocked = {**demoted, **held}
@@ -420,3 +435,60 @@ def safety_gate(
         )
     outcome.needs_data = sorted(set(outcome.needs_data))
     return outcome
+
+
+def _without_excluded_names(
+    items: list[ProposedComponent],
+    excluded: Excluded,
+    *,
+    outcome: GateOutcome,
+    removed: dict[str, str],
+    held: Mapping[str, str],
+    keyed: Sequence[dict[str, Any]],
+) -> list[ProposedComponent]:
+    """No item names a drug or procedure a rule excluded for this patient (``hygiene``): its
+    description loses the alternative that names it, its rationale and dose notes the lines
+    that do; an item whose description cannot be cleaned is removed with the reason, and the
+    next safe option takes its place. A held alternative keeps its words (its ``when`` says
+    why)."""
+    if not excluded:
+        return items
+    kept: list[ProposedComponent] = []
+    for item in items:
+        if item.description in removed or item.description in held:
+            kept.append(item)
+            continue
+        description = clean_text(item.description, excluded)
+        if description is None and any(n.startswith("Without ") for n in item.dose_adjustments):
+            description = item.description  # its note says which drug it goes without
+        if description is None:
+            names = ", ".join(sorted({n.casefold() for n in excluded.named_in(item.description)}))
+            removed[item.description] = (
+                f"names {names}, which a safety rule excludes for this patient: not planned "
+                "in that form"
+            )
+            kept.append(item)
+            continue
+        if description != item.description:
+            for mapping in keyed:
+                if item.description in mapping:
+                    mapping[description] = mapping.pop(item.description)
+            outcome.conflicts.append(
+                conflict_record(
+                    between=["treatment", "safety"],
+                    semantic=0.3,
+                    risk=0.5,
+                    implementation=0.2,
+                    resolution=f"{item.description}: the alternative naming a drug or procedure "
+                    f"excluded for this patient was taken out ({description}).",
+                )
+            )
+            item.description = description
+        item.rationale = [line for line in item.rationale if not excluded.named_in(line)]
+        item.dose_adjustments = [
+            line
+            for line in item.dose_adjustments
+            if line.startswith("Without ") or not excluded.named_in(line)
+        ]
+        kept.append(item)
+    return kept
