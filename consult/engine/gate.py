@@ -419,7 +419,7 @@ def safety_gate(
         keyed=(demoted, conditions),
     )
     arranged = arrange(items, removed=removed, demoted=demoted, held=held, declines=declines)
-    outcome.rejected = arranged.rejected
+    outcome.rejected = [*arranged.rejected, *outcome.rejected]
     outcome.blocked = {**demoted, **held}
     order = 0
     for component in arranged.components:
@@ -485,10 +485,19 @@ def _without_excluded_names(
             )
             item.description = description
         item.rationale = [line for line in item.rationale if not excluded.named_in(line)]
-        item.dose_adjustments = [
-            line
-            for line in item.dose_adjustments
-            if line.startswith("Without ") or not excluded.named_in(line)
-        ]
+        # The gate's "Without X: ..." note stays only while a regimen acronym of the item
+        # would still give X without it ("R-DHAP" without cisplatin); otherwise the withdrawal
+        # is a rejected option and the item no longer names X.
+        still = lexicon.given(item.agents, item.description).drugs & excluded.drugs
+        notes = []
+        for line in item.dose_adjustments:
+            if not excluded.named_in(line) or (line.startswith("Without ") and still):
+                notes.append(line)
+            elif line.startswith("Without "):
+                drug, _, reason = line.removeprefix("Without ").partition(": ")
+                outcome.rejected.append(
+                    RejectedOption(option=f"{drug} (in: {item.description})", reason=reason)
+                )
+        item.dose_adjustments = notes
         kept.append(item)
     return kept

@@ -121,7 +121,7 @@ def _text_outcomes(text: str) -> list[PriorOutcome]:
             harm = match.groupdict().get("harm")
             if harm and negated_at(sentence, match.start("harm"), match.end("harm")):
                 continue  # "stopped after six cycles without toxicity"
-            before = sentence[: match.start()].rstrip(" ,;-")
+            before = sentence[: match.start()].rstrip(" ,;-(")
             cut = max((m.end() for m in re.finditer(r"[,(:]|\band\b", before)), default=0)
             span = before[cut:].strip(" -")
             if span:

@@ -88,14 +88,12 @@ def test_hygiene_the_gate_leaves_no_excluded_name_in_any_item() -> None:
     outcome = safety_gate([pathway, alternative], [rule])
     # then no item names sorafenib anywhere, and each keeps what it gives
     for component in outcome.components:
-        words = " ".join(
-            [component.description, *component.rationale, *component.dose_adjustments[1:]]
-        )
-        if component.description.startswith("Lenvatinib"):
-            # the gate's own withdrawal note is the reason, kept first
-            assert component.dose_adjustments[0].startswith("Without sorafenib")
-            words = component.description
+        words = " ".join([component.description, *component.rationale, *component.dose_adjustments])
         assert "sorafenib" not in words.casefold(), component
+    # the withdrawal is shown as a rejected option with the rule's reason
+    assert any(
+        r.option.startswith("sorafenib") and "not tolerated" in r.reason for r in outcome.rejected
+    )
     first = outcome.components[0]
     assert first.role == "primary"
     assert first.description == "Lenvatinib 12 mg daily"
