@@ -485,6 +485,12 @@ def _without_excluded_names(
             )
             item.description = description
         item.rationale = [line for line in item.rationale if not excluded.named_in(line)]
+        for mapping in keyed:
+            required = mapping.get(item.description)
+            if isinstance(required, list):
+                # a precondition of a drug the item no longer gives ("DPD testing before
+                # capecitabine") is moot
+                mapping[item.description] = [r for r in required if not excluded.named_in(r)]
         # The gate's "Without X: ..." note stays only while a regimen acronym of the item
         # would still give X without it ("R-DHAP" without cisplatin); otherwise the withdrawal
         # is a rejected option and the item no longer names X.
