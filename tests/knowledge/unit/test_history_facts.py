@@ -1,6 +1,6 @@
 """The prior therapies with their outcome (progressed on, stopped for intolerance), read from
-the structured history and from the notes with negation, and the breast tumour genomics that
-choose the line after a CDK4/6 inhibitor."""
+the structured history and from the notes with negation; the breast tumour genomics that
+choose the line after a CDK4/6 inhibitor; the breast operation already done."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from knowledge.calculators.breast_genomics import (
     pi3k_pathway_altered,
     pik3ca_mutation,
 )
+from knowledge.calculators.breast_local import breast_surgery_done
 from knowledge.calculators.history import (
     intolerant_of,
     prior_regimens_with_history,
@@ -133,3 +134,31 @@ def test_breast_genomics_read_with_negation(
     assert esr1_mutation(facts).value is esr1
     assert pik3ca_mutation(facts).value is pik3ca
     assert pi3k_pathway_altered(facts).value is pathway
+
+
+@pytest.mark.parametrize(
+    ("therapies", "notes", "done"),
+    [
+        (
+            [{"regimen": "TCHP x6, then breast-conserving surgery and axillary dissection"}],
+            None,
+            "breast_conserving",
+        ),
+        (
+            [],
+            "Right lumpectomy and sentinel node biopsy on 2026-10-02: pT1c pN0.",
+            "breast_conserving",
+        ),
+        ([], "Wide local excision, then completion mastectomy for positive margins.", "mastectomy"),
+        ([], "Partial mastectomy with clear margins.", "breast_conserving"),
+        # plans, refusals and negations are not operations done
+        ([], "Lumpectomy planned next week.", "none_recorded"),
+        ([], "She declines mastectomy.", "none_recorded"),
+        ([], "No surgery yet.", "none_recorded"),
+        (None, None, "none_recorded"),
+    ],
+)
+def test_breast_surgery_done_read_from_history_and_notes(
+    therapies: list[dict[str, Any]] | None, notes: str | None, done: str
+) -> None:
+    assert breast_surgery_done(case(therapies, notes)).value == done
