@@ -39,8 +39,10 @@ OUTCOMES: Final = ("progression", "intolerance", "completed", "other")
 # "progressed on letrozole-palbociclib", "progression during sorafenib", "relapsed on R2",
 # "refractory to rituximab", "resistant to osimertinib".
 _PROGRESSION_CUE = re.compile(
-    r"\b(?:progress(?:ed|ion|ing|ive\s+disease)?|pd|relapsed|refractory|resistan(?:t|ce))"
-    r"\s+(?:on|during|under|while\s+on|whilst\s+on|through|to|after)\s+"
+    r"\b(?:progress(?:ed|ion|ing|ive\s+disease)?|pd|relapsed|refractory|resistan(?:t|ce))\s+"
+    r"(?:(?:on|during|under|while\s+on|whilst\s+on|through|to)\s+"
+    # "progressed after 22 months of letrozole" is on it; "relapsed after R-CHOP" is not
+    r"|after\s+\d+\s*(?:months?|cycles?|years?|weeks?)\s+(?:of\s+)?)"
     r"(?:(?:first|second|third|1st|2nd|3rd|prior|previous|the|a|an)[-\s]+)*"
     r"(?:(?:line|months?|cycles?|years?|weeks?)\s+(?:of\s+)?)?",
     re.IGNORECASE,

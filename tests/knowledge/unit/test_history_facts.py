@@ -82,6 +82,12 @@ def test_history_latest_line_of_a_progressive_case_progressed_unless_said_otherw
         ),
         # negated or harmless mentions state nothing
         ("No progression on anastrozole so far.", [], []),
+        ("Relapsed after R-CHOP in 2024.", [], []),  # a relapse after a completed line
+        (
+            "Progression after 9 months of atezolizumab-bevacizumab.",
+            ["atezolizumab-bevacizumab"],
+            [],
+        ),
         ("Sorafenib stopped after 6 cycles without toxicity.", [], []),
     ],
 )
