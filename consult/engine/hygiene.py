@@ -23,6 +23,12 @@ from consult.engine import lexicon
 # Where a description lists alternatives: "A or B", "A, B", "A; B" (outside brackets).
 SEPARATORS = ("; ", " or ", ", ")
 WITHDRAWN_NOTE = "Without "
+# Words that name an option only to set it aside ("unsuited to TACE", "cisplatin-ineligible").
+EXCLUDING = re.compile(
+    r"\b(?:unsuited|unsuitable|ineligible|not\s+(?:a\s+)?candidates?|instead\s+of|in\s+place\s+of"
+    r"|rather\s+than|contraindicat\w*|unfit\s+for|not\s+(?:fit|suitable|eligible)\s+for)\b",
+    re.IGNORECASE,
+)
 # How a plan names a procedure whose modality a rule removed ("unsuited to TACE").
 PROCEDURE_WORDS = {
     "locoregional": ("tace", "chemoemboli", "transarterial", "radioemboli", "sirt", "tare"),
@@ -75,7 +81,11 @@ class Excluded:
             if mention.drugs & self.drugs:
                 found.append(text[mention.start : mention.end])
         for word in self.words:
-            found += [m.group() for m in re.finditer(rf"(?<![\w-]){word}\w*", text, re.I)]
+            for match in re.finditer(rf"(?<![\w-]){word}\w*", text, re.IGNORECASE):
+                # A procedure is named as an option ("unsuited to TACE"), not as a step of the
+                # sequence ("then adjuvant radiotherapy as indicated"), which stays.
+                if EXCLUDING.search(text[max(0, match.start() - 40) : match.start()]):
+                    found.append(match.group())
         return found
 
 
@@ -146,8 +156,18 @@ def _clean(text: str, excluded: Excluded, separators: tuple[str, ...]) -> str | 
             if not excluded.named_in(part):
                 kept.append(part)
                 continue
-            head = _split(part, ", ")[0]
-            if excluded.named_in(head) and separator != ", ":
+            pieces = _split(part, ", ")
+            if excluded.named_in(pieces[0]) and separator != ", ":
+                # the alternative goes; what the last one adds for all ("..., with calcium and
+                # vitamin D", "..., then surgery") stays
+                if part is parts[-1] and kept:
+                    shared = [
+                        p.strip()
+                        for p in pieces[1:]
+                        if p.strip().startswith(("with ", "then ")) and not excluded.named_in(p)
+                    ]
+                    if shared:
+                        kept[-1] = ", ".join([kept[-1], *shared])
                 continue
             if separator == ", ":
                 continue

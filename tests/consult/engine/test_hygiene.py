@@ -44,6 +44,20 @@ from tests.consult.engine.support import safety_rule
             "Atezolizumab plus bevacizumab (therapy for intermediate HCC unsuited to TACE)",
             "Atezolizumab plus bevacizumab",
         ),
+        (
+            ["zoledronic acid"],
+            [],
+            "Bone-modifying agent: denosumab 120 mg SC every 4 weeks or zoledronic acid 4 mg IV "
+            "every 3-4 weeks, with calcium and vitamin D",
+            "Bone-modifying agent: denosumab 120 mg SC every 4 weeks, with calcium and vitamin D",
+        ),
+        (
+            # a procedure named as a step of the sequence is not an option offered: it stays
+            [],
+            ["radiotherapy"],
+            "Surgery with sentinel node biopsy, then adjuvant radiotherapy as indicated",
+            "Surgery with sentinel node biopsy, then adjuvant radiotherapy as indicated",
+        ),
         (["palbociclib"], [], "Ibrance with fulvestrant", None),
         (["sorafenib"], [], "Cabozantinib 60 mg daily", "Cabozantinib 60 mg daily"),
     ],
