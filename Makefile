@@ -5,11 +5,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export DJANGO_SETTINGS_MODULE ?= mdtboard.settings.local
 
-.PHONY: run test lint bench soak evaluate backup restore install install-dev chromium poppler clean-var help
+.PHONY: run test test-fast lint bench soak evaluate evaluate-memory backup restore install install-dev chromium poppler clean-var help
 
 help:
 	@echo "make run       install, start embedded PostgreSQL+Redis, migrate, seed, serve on :8000"
 	@echo "make test      install test tools (and Chromium), lint, run the whole test suite"
+	@echo "make test-fast the inner loop: every test but the slow, integration and browser ones"
 	@echo "make lint      ruff, mypy, djlint, import rules (lint-imports)"
 	@echo "make bench     print benchmark figures as JSON lines"
 	@echo "make soak      fault injection under load (N=6 M=4 S=120); non-zero exit if anything is lost"
@@ -52,6 +53,11 @@ lint: install-dev
 test: install-dev chromium poppler lint
 	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m pytest
 
+# The inner loop: no lint, no browser, no real worker or server, nothing marked slow; under two
+# minutes. ARGS passes options on: `make test-fast ARGS=--lf` reruns what failed last time.
+test-fast: install-dev
+	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m pytest -q -m "not slow and not integration and not e2e" $(ARGS)
+
 bench: install-dev
 	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m benchmarks
 
@@ -67,6 +73,13 @@ evaluate: install
 	$(PY) manage.py migrate --verbosity 0
 	$(PY) manage.py load_kb_seed
 	$(PY) manage.py evaluate $(if $(CASES),--cases "$(CASES)")
+
+# The public cases without the experience memory, then after seeding it with reviews of
+# tests/cases (issue 16); the seeded entries stay in the memory.
+evaluate-memory: install
+	$(PY) manage.py migrate --verbosity 0
+	$(PY) manage.py load_kb_seed
+	$(PY) manage.py memory_evaluate
 
 # Backups hold clinical data: keep them encrypted and access-controlled (README, "Backups").
 backup: install

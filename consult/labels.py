@@ -1,13 +1,17 @@
 """Clinical labels for the facts a knowledge unit can test: what a clinician reads instead of
-``organ_function.lvef_pct`` or ``derived.albi_grade``."""
+``organ_function.lvef_pct`` or ``derived.albi_grade``; and ``clinical_text``, the engine's and
+the members' prose with such names (and knowledge-base unit ids) rewritten as clinical words."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cache
 from types import MappingProxyType
+from typing import Any
 
 from consult.casefile.fields import FIELDS
+from consult.engine.guideline import PHASE_WORDS
 from consult.engine.vocab import STAGING_LABELS
 
 DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
@@ -68,6 +72,8 @@ DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
         "derived.pik3ca_mutation": "PIK3CA mutation",
         "derived.pi3k_pathway_altered": "PIK3CA, AKT1 or PTEN alteration",
         "derived.breast_surgery_done": "Breast operation done",
+        "derived.allergy_classes": "Drug allergies (by class)",
+        "derived.allergies_unmapped": "Allergies not matched to a drug class",
     }
 )
 
@@ -83,3 +89,62 @@ def fact_labels() -> Mapping[str, str]:
 def fact_label(fact: str) -> str:
     """The clinical label of a fact; an unknown one is made readable rather than shown raw."""
     return fact_labels().get(fact) or fact.split(".")[-1].replace("_", " ").capitalize()
+
+
+# --- prose ---------------------------------------------------------------------------------------
+_SECTIONS = "derived|patient|diagnosis|index_lesion|staging|biomarkers|labs|organ_function|notes"
+# "organ_function.lvef_pct", "derived.frailty": a case-file field or derived fact by its path.
+_FACT_PATH = re.compile(rf"\b(?:{_SECTIONS})\.[a-z0-9_]+\b")
+# A knowledge-base unit id ("hcc.ci.bevacizumab-untreated-varices", "common.gate.qtc-470-500"):
+# three or more dotted lowercase parts. The unit is cited with its title, source and anchor
+# where it matters; inside prose its id says nothing to a clinician.
+# (Not a host name: "www.nccn.org" stays.)
+_UNIT = r"(?!www\.)(?:[a-z][a-z0-9_-]*\.){2,}[a-z0-9_-]*[a-z0-9_](?<!\.org)(?<!\.com)(?<!\.net)"
+# " (hcc.ci.x)", " (for hcc.ci.x)", " (see lung.tx.y, common.gate.z)": a bracket of ids only.
+_UNITS_IN_BRACKETS = re.compile(
+    rf"\s*\((?:(?:for|see|per|from)\s+)?{_UNIT}(?:\s*[,;]\s*{_UNIT})*\)"
+)
+# ", hcc.ci.x" at the end of a list in brackets: "(major, condition, hcc.ci.x)".
+_UNIT_LISTED = re.compile(rf"\s*[,;]\s*{_UNIT}(?=\s*[),;])")
+_UNIT_BARE = re.compile(rf"(?<![\w./-]){_UNIT}(?![\w/-])")
+_SNAKE = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")
+
+
+@cache
+def _enum_labels() -> Mapping[str, str]:
+    """Enumerated case values as the dossier form labels them ("large_untreated" -> its
+    label, lower-cased unless it starts with an abbreviation)."""
+    return MappingProxyType(
+        {
+            value: label.lower() if label[:1].isupper() and not label[1:2].isupper() else label
+            for f in FIELDS
+            for value, label in f.choices
+            if "_" in value
+        }
+    )
+
+
+def _word(match: re.Match[str]) -> str:
+    key = match.group(0)
+    return STAGING_LABELS.get(key) or PHASE_WORDS.get(key) or _enum_labels().get(key) or key
+
+
+def value_words(value: Any) -> Any:
+    """A coded value ("future_pregnancy", "not_pregnant") in words; other values as they are."""
+    if isinstance(value, str) and _SNAKE.fullmatch(value):
+        return _enum_labels().get(value) or value.replace("_", " ")
+    return value
+
+
+def clinical_text(text: Any) -> str:
+    """Prose from a plan or a member, as a clinician reads it: field paths as their labels,
+    staging keys, phases and coded values as words, knowledge-base unit ids left out (a
+    bracket that held only ids goes with them)."""
+    out = str(text or "")
+    out = _UNITS_IN_BRACKETS.sub("", out)
+    out = _UNIT_LISTED.sub("", out)
+    out = _FACT_PATH.sub(lambda m: fact_label(m.group(0)), out)
+    out = _UNIT_BARE.sub("", out)
+    out = _SNAKE.sub(_word, out)
+    out = re.sub(r"(?<!\.)\.\.(?!\.)", ".", out)  # "first. (unit)." leaves one full stop
+    return re.sub(r"[ \t]{2,}", " ", out).replace(" .", ".").strip()

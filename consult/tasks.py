@@ -28,6 +28,22 @@ def consultation_run(consultation_id: int) -> str:
 logger = logging.getLogger(__name__)
 
 
+@shared_task(name="consult.experience_from_review", acks_late=True, soft_time_limit=300)
+def experience_from_review(review_id: int) -> int | None:
+    """The CorrectKB or ChainKB entry a clinician's decision teaches (idempotent)."""
+    from consult.learning import experience_from_review as service
+
+    return service(review_id=review_id)
+
+
+@shared_task(name="consult.experience_from_rating", acks_late=True, soft_time_limit=300)
+def experience_from_rating(rating_id: int) -> int | None:
+    """The CorrectKB or ChainKB entry a rating teaches, if any (idempotent)."""
+    from consult.learning import experience_from_rating as service
+
+    return service(rating_id=rating_id)
+
+
 def _consultations_waiting() -> int | None:
     """Messages waiting in the consultations queue, or None when the broker cannot say."""
     from mdtboard.celery import app

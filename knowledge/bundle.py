@@ -347,6 +347,10 @@ class SafetyAction(_Strict):
     (``derived.progressed_on``, ``derived.intolerant_of``) whose drugs are the rule's agents, less
     those of ``rechallenge`` (drugs a guideline re-uses after progression, such as trastuzumab
     beyond progression or rituximab in salvage regimens).
+    ``check``: a flag that is a patient-level check, reported on every plan it concerns with its
+    result (fail when the rule holds, pass when it does not, unknown when its inputs are
+    missing), so a clinician sees it was made (the HCC liver-function gate); ``shows``: derived
+    facts whose values the result states ("Child-Pugh A, score 5; ALBI grade 1").
     """
 
     type: Literal["safety"] = "safety"
@@ -362,10 +366,15 @@ class SafetyAction(_Strict):
     )
     omit: bool = False
     addressed_by: tuple[Annotated[str, Field(min_length=3, max_length=80)], ...] = ()
+    # Left out of the content when unset, so that adding them changed no existing unit's hash.
     agents_from: Annotated[str, Field(pattern=r"^derived\.[a-z0-9_]+$", max_length=80)] | None = (
-        None
+        Field(default=None, exclude_if=lambda v: v is None)
     )
-    rechallenge: tuple[str, ...] = ()
+    rechallenge: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
+    check: bool = Field(default=False, exclude_if=lambda v: v is False)
+    shows: tuple[Annotated[str, Field(pattern=FACT_PATTERN, max_length=80)], ...] = Field(
+        default=(), exclude_if=lambda v: not v
+    )
 
     @model_validator(mode="after")
     def _targets_something(self) -> SafetyAction:
@@ -388,6 +397,8 @@ class SafetyAction(_Strict):
             raise ValueError("omit is for remove rules that name agents")
         if self.addressed_by and self.effect != "remove":
             raise ValueError("addressed_by is for remove rules")
+        if self.check and self.effect != "flag":
+            raise ValueError("check is for flag rules")
         return self
 
 

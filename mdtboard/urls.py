@@ -16,6 +16,7 @@ urlpatterns = [
     path("", include("consult.urls")),
     path("", include("consult.review.urls")),
     path("kb/", include("knowledge.urls")),
+    path("memory/", include("knowledge.memory.urls")),
     path("rating/", include("consult.rating.urls")),
     path("accounts/", include("mdtboard.accounts.urls")),
     path("accounts/", include("allauth.urls")),

@@ -66,6 +66,20 @@ def case_weights(
     return weights
 
 
+MIN_WEIGHT = 0.1  # an offset never silences a member
+
+
+def with_offsets(weights: Mapping[str, float], offsets: Mapping[str, float]) -> dict[str, float]:
+    """The case's weights with the admin-approved offsets of a weight version added (governed
+    evolution: small, capped steps); members not on the panel are not added."""
+    return {
+        role: round(max(MIN_WEIGHT, weight + float(offsets.get(role, 0.0))), 4)
+        if role in offsets
+        else weight
+        for role, weight in weights.items()
+    }
+
+
 @dataclass
 class Consensus:
     components: list[ProposedComponent]

@@ -19,6 +19,7 @@ from consult.engine.consensus import (
     case_weights,
     critique_conflicts,
     weighted_consensus,
+    with_offsets,
 )
 from consult.engine.context import (
     REVIEW_PAIRS,
@@ -30,7 +31,7 @@ from consult.engine.context import (
     Triage,
     VoteInput,
 )
-from consult.engine.gate import relevant_need
+from consult.engine.gate import relevant_need, with_allergy_check
 from consult.engine.grounding import ground_report, tree_nodes
 from consult.engine.options import not_advised
 from consult.engine.protocols import (
@@ -58,6 +59,7 @@ from consult.engine.schemas import (
     ConflictRecord,
     CrossReview,
     EvidenceItem,
+    InformedBy,
     Intent,
     MonitoringItem,
     Plan,
@@ -93,6 +95,11 @@ class EngineConfig:
     # EvoMDT: a conflict scored at or above this (S = α·semantic + β·risk + γ·implementation)
     # earns another round, even when every vote agrees.
     conflict_threshold: float = 0.6
+    # MDTeamGPT: from round 2, this many similar past cases from CorrectKB and ChainKB.
+    experience_k: int = 5
+    # Admin-approved offsets to the case-dependent consensus weights (knowledge/memory's
+    # weight versions): role -> offset. Empty: the engine's own weights.
+    weight_offsets: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_rounds <= MAX_ROUNDS_CAP:
@@ -101,6 +108,10 @@ class EngineConfig:
             raise ValueError("agreement must be between 0.5 and 1.0")
         if not 0.0 < self.conflict_threshold <= 1.0:
             raise ValueError("conflict_threshold must be above 0 and at most 1")
+        if not 0 <= self.experience_k <= 20:
+            raise ValueError("experience_k must be between 0 and 20")
+        if any(abs(float(v)) > 1.0 for v in self.weight_offsets.values()):
+            raise ValueError("a consensus weight offset must be between -1 and 1")
 
 
 @dataclass
@@ -124,6 +135,8 @@ class _State:
     rounds: int = 0
     stopped_by: str = ""
     fallbacks: int = 0
+    # The past cases recalled for round 2 on (None: not recalled yet).
+    experience: list[PastCase] | None = None
 
 
 def _evidence_to_dict(evidence: Evidence) -> dict[str, Any]:
@@ -303,9 +316,8 @@ class Deliberation:
                 for reviewer, target, c in self.state.previous_critiques
                 if target == role
             ]
-            past: Sequence[PastCase] = []
-            if round_no >= 2:  # MDTeamGPT: similar past cases from the second round on
-                past = self.experience.similar(case=self.state.case, k=5)
+            # MDTeamGPT: similar past cases from the second round on.
+            past = self._past(round_no)
             inp = RoleInput(
                 role=role,
                 round=round_no,
@@ -363,6 +375,21 @@ class Deliberation:
         self.state.ungrounded[role] = {
             u["component"] for u in result["ungrounded"] if u.get("component")
         }
+
+    def _past(self, round_no: int) -> Sequence[PastCase]:
+        return (self.state.experience or []) if round_no >= 2 else []
+
+    async def _recall(self, round_no: int) -> None:
+        """The similar past cases, recalled once (from round 2) and journaled: a resumed run
+        reads what the first one recalled, whatever the memory holds by then."""
+
+        async def run() -> StepResult:
+            k = self.config.experience_k
+            past = await asyncio.to_thread(self.experience.similar, case=self.state.case, k=k)
+            return StepResult({"past": [asdict(p) for p in past[:k]]})
+
+        result = await self._step(Step(StepKind.EXPERIENCE, round_no), run)
+        self.state.experience = [PastCase(**p) for p in result["past"]]
 
     async def _review(self, reviewer: str, target: str, round_no: int) -> None:
         async def run() -> StepResult:
@@ -431,6 +458,7 @@ class Deliberation:
                 weights=weights,
                 evidence=self.state.evidence,
                 residuals=self.state.residuals[-2:],
+                experience=self._past(round_no),
             )
             text = "; ".join(c.resolution for c in conflicts)
             answer = await self.provider.synthesize(inp, consensus, text)
@@ -503,6 +531,8 @@ class Deliberation:
         self, round_no: int, panel: Sequence[str], weights: Mapping[str, float]
     ) -> bool:
         self.state.previous_critiques, self.state.critiques = self.state.critiques, []
+        if round_no >= 2 and self.state.experience is None:
+            await self._recall(round_no)
         await asyncio.gather(*(self._report(role, round_no) for role in panel))
         pairs = [(a, b) for a, b in REVIEW_PAIRS if a in panel and b in panel]
         # Every specialist reviews Treatment's proposal from its own domain (the
@@ -582,6 +612,8 @@ class Deliberation:
                 ruled_out=ruled_out,
                 labels=self.labels,
             )
+            # Every plan shows its allergy check (failed, passed or not checked).
+            outcome = with_allergy_check(outcome, self.state.facts)
             cited = set(outcome.cited)
             payload = {
                 "units": [_evidence_to_dict(u) for u in units if u.unit_id in cited],
@@ -717,6 +749,18 @@ class Deliberation:
             abstain=not plan_components,
             needs_data=needs,
             rounds=self.state.rounds,
+            informed_by=[
+                InformedBy(
+                    entry_id=p.entry_id,
+                    kind=p.kind,
+                    label=p.label,
+                    summary=p.summary,
+                    lesson=p.lesson,
+                    similarity=p.similarity,
+                )
+                for p in self.state.experience or []
+                if p.entry_id
+            ],
         )
 
     # --- the whole protocol ---------------------------------------------------------------------
@@ -762,8 +806,11 @@ class Deliberation:
         assert self.state.triage is not None  # noqa: S101
         panel = self.state.triage.panel
         await self._retrieve_panel(panel)
-        weights = case_weights(
-            self.state.facts, self.state.staging, self.state.evidence.get("safety", []), panel
+        weights = with_offsets(
+            case_weights(
+                self.state.facts, self.state.staging, self.state.evidence.get("safety", []), panel
+            ),
+            self.config.weight_offsets,
         )
         for round_no in range(1, self.config.max_rounds + 1):
             self.state.rounds = round_no

@@ -23,6 +23,11 @@ silently). ``effect`` says which, ``action`` what must be done. Only rules that 
 of the plan are reported (and flags about the patient whatever the plan); rules about
 pregnancy or breastfeeding are left out for a patient who cannot be pregnant. Each decision
 leaves a conflict record with the safety-first rationale.
+
+Two checks are shown whatever the plan: a rule marked ``check`` (the HCC liver-function gate)
+with the values it read, and the allergy check (``with_allergy_check``, added by the
+deliberation), which sums up the ``allergy_*`` rules and the drugs the recorded allergies name:
+failed, passed or not checked.
 """
 
 from __future__ import annotations
@@ -232,6 +237,21 @@ def safety_gate(
             and not action.get("modalities")
             and unit.applies is not False
         )
+        if action.get("check"):
+            # A patient-level check is shown whatever it finds (passed, failed, not checked).
+            outcome.cited.append(unit.unit_id)
+            outcome.gates.append(_check_result(unit, facts, labels))
+            if unit.applies is True:
+                outcome.flags.append(
+                    Flag(
+                        severity=severity,  # type: ignore[arg-type]
+                        text=f"{unit.title}. {advice}".strip(),
+                        evidence=[unit.unit_id],
+                    )
+                )
+            elif unit.applies is None:
+                outcome.needs_data.extend(f"{f} (for {unit.unit_id})" for f in unit.missing)
+            continue
         if not hits and not earlier and not general_flag:
             continue
         if not hits and not general_flag and not (unit.applies is True and vetoes(action)):
@@ -410,6 +430,7 @@ def safety_gate(
                 detail=f"{unit.title}: {advice}".strip(": "),
             )
         )
+    _named_allergens(items, facts, removed, outcome)
     items = _without_excluded_names(
         items,
         Excluded.of(excluded_names, excluded_modalities),
@@ -435,6 +456,180 @@ def safety_gate(
         )
     outcome.needs_data = sorted(set(outcome.needs_data))
     return outcome
+
+
+def _value_text(fact: str, value: Any, labels: Mapping[str, str]) -> str:
+    label = label_of(fact, labels)
+    if value is None:
+        return f"{label}: not available"
+    if isinstance(value, float):
+        value = f"{value:.2f}"
+    return f"{label} {value}"
+
+
+def _check_result(
+    unit: Evidence, facts: Mapping[str, Any], labels: Mapping[str, str]
+) -> GateResult:
+    """A patient-level check with the values it read: fail when its rule holds, pass when it
+    does not, unknown when its inputs are missing."""
+    action = unit.action
+    gate = str(action.get("gate") or unit.kind)
+    shown = "; ".join(_value_text(f, facts.get(f), labels) for f in action.get("shows") or ())
+    values = f" ({shown})" if shown else ""
+    advice = str(action.get("advice") or "")
+    if unit.applies is None:
+        needs = [label_of(fact, labels) for fact in unit.missing]
+        return GateResult(
+            gate=gate,
+            status="unknown",
+            effect="needs_data",
+            unit=unit.unit_id,
+            needs=needs,
+            needs_facts=list(unit.missing),
+            detail=f"{unit.title}: not checked{values}; needs "
+            + (", ".join(needs) or "data not in the dossier"),
+        )
+    if unit.applies is True:
+        return GateResult(
+            gate=gate,
+            status="fail",
+            effect="warning",
+            action=advice,
+            unit=unit.unit_id,
+            detail=f"{unit.title}: failed{values}. {advice}".strip(),
+        )
+    return GateResult(
+        gate=gate,
+        status="pass",
+        effect="checked",
+        unit=unit.unit_id,
+        detail=f"{unit.title}: passed{values}",
+    )
+
+
+# The safety rules of the knowledge base that read the patient's allergies name their gate
+# "allergy_<class>"; the allergy check sums them up.
+ALLERGY_GATE_PREFIX = "allergy_"
+ALLERGY_CHECK = "allergy_check"
+
+
+def _allergies(facts: Mapping[str, Any]) -> list[str] | None:
+    raw = facts.get("patient.allergies")
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        raw = [raw]
+    return [str(a).strip() for a in raw if str(a).strip()] if isinstance(raw, list) else None
+
+
+def _named_allergens(
+    items: Sequence[ProposedComponent],
+    facts: Mapping[str, Any],
+    removed: dict[str, str],
+    outcome: GateOutcome,
+) -> None:
+    """A recorded allergy to a drug the lexicon knows (by generic, brand or class name)
+    removes the items that give it, whether or not a knowledge-base rule covers its class: the
+    allergy rules carry the cross-reactivity, this catches a drug no rule names."""
+    for allergen in _allergies(facts) or []:
+        if lexicon.resolve(allergen) is None:
+            continue
+        action = {"agents": [allergen], "effect": "remove", "severity": "critical"}
+        for item in items:
+            names = targets(action, item)
+            if not names or item.description in removed:
+                continue
+            removed[item.description] = (
+                f"Recorded allergy: {allergen}. The patient is allergic to "
+                f"{', '.join(names)}; it is not given (patient.allergies)."
+            )
+            outcome.flags.append(
+                Flag(
+                    severity="critical",
+                    text=f"Recorded allergy to {allergen}: {item.description} is not given.",
+                )
+            )
+            outcome.gates.append(
+                GateResult(
+                    gate=f"{ALLERGY_GATE_PREFIX}recorded",
+                    status="fail",
+                    effect="removed",
+                    applies_to=[item.description],
+                    detail=f"Recorded allergy to {allergen}: {', '.join(names)} removed from "
+                    "the plan; the next safe option takes its place.",
+                )
+            )
+            outcome.conflicts.append(
+                conflict_record(
+                    between=["treatment", "safety"],
+                    semantic=1.0,
+                    risk=1.0,
+                    implementation=0.0,
+                    resolution=f"Safety gate removed {item.description} ({', '.join(names)}): "
+                    f"recorded allergy to {allergen}; the next safe option takes its place.",
+                )
+            )
+
+
+def with_allergy_check(outcome: GateOutcome, facts: Mapping[str, Any]) -> GateOutcome:
+    """The plan's safety section with its allergy check: one line that stands for the allergy
+    rules that found nothing (no line per rule), added whatever the plan."""
+    check = allergy_check(outcome.gates, facts)
+    outcome.gates = [
+        g
+        for g in outcome.gates
+        if not (g.gate.startswith(ALLERGY_GATE_PREFIX) and g.effect == "clear")
+    ]
+    outcome.gates.append(check)
+    return outcome
+
+
+def allergy_check(gates: Sequence[GateResult], facts: Mapping[str, Any]) -> GateResult:
+    """The allergy check, always shown: failed when a drug of the plan met a recorded
+    allergy (it left the plan), passed when the recorded allergies touch nothing the plan
+    gives, not checked when no allergy record exists."""
+    allergies = _allergies(facts)
+    unmapped = facts.get("derived.allergies_unmapped") or []
+    by_hand = (
+        f" Not matched to a drug class, check by hand: {', '.join(unmapped)}." if unmapped else ""
+    )
+    if allergies is None:
+        return GateResult(
+            gate=ALLERGY_CHECK,
+            status="unknown",
+            effect="needs_data",
+            needs=["Allergies"],
+            needs_facts=["patient.allergies"],
+            detail="Allergy check: not checked - no allergy record in the dossier; record the "
+            "allergies (or none known) before prescribing.",
+        )
+    allergy_gates = [g for g in gates if g.gate.startswith(ALLERGY_GATE_PREFIX)]
+    failed = [g for g in allergy_gates if g.status == "fail" or g.effect == "withdrawn"]
+    recorded = ", ".join(allergies) or "none known"
+    if failed:
+        what = "; ".join(sorted({g.detail.split(":")[0] for g in failed}))
+        return GateResult(
+            gate=ALLERGY_CHECK,
+            status="fail",
+            effect="removed",
+            applies_to=sorted({d for g in failed for d in g.applies_to}),
+            detail=f"Allergy check: failed - recorded allergies ({recorded}) rule out drugs "
+            f"the plan would have given ({what}); they left the plan and the next safe "
+            f"option takes their place.{by_hand}",
+        )
+    checked = [g for g in allergy_gates if g.status == "pass" and g.effect != "clear"]
+    caution = (
+        " Precautions for the recorded allergies: " + "; ".join(g.detail for g in checked) + "."
+        if checked
+        else ""
+    )
+    return GateResult(
+        gate=ALLERGY_CHECK,
+        status="pass",
+        effect="checked",
+        detail=f"Allergy check: passed - recorded allergies ({recorded}) checked against every "
+        f"drug of the plan; none of them is affected.{caution}{by_hand}",
+    )
 
 
 def _without_excluded_names(

@@ -21,7 +21,7 @@ from consult.engine.context import (
 )
 from consult.engine.matching import addressed, drug_key, substitution, targets, vetoes
 from consult.engine.pathway import arrange, is_adjunct
-from consult.engine.protocols import Evidence
+from consult.engine.protocols import Evidence, PastCase
 from consult.engine.schemas import (
     Claim,
     Constraint,
@@ -37,7 +37,7 @@ from consult.engine.schemas import (
     Synthesis,
     Vote,
 )
-from consult.engine.vocab import CORE_ROLES, RELEVANT_STAGING, STAGING_LABELS
+from consult.engine.vocab import CORE_ROLES, NO_PAST_CASE, RELEVANT_STAGING, STAGING_LABELS
 
 ENGINE_NAME = "guideline-engine"
 GRADE_CONFIDENCE = {1: 0.95, 2: 0.88, 3: 0.8, 4: 0.7, 5: 0.6}
@@ -538,7 +538,7 @@ def synthesis(
         + ", ".join(f"{k}={v}" for k, v in inp.staging.items() if v is not None)
         + "; KB units cited: "
         + str(len({e for r in reports.values() for c in r.claims for e in c.evidence})),
-        long_term_memory="; ".join(p.lesson for p in inp.experience) or "No similar past case.",
+        long_term_memory=long_term_memory(inp.experience),
     )
     draft = DraftPlan(
         summary=summary,
@@ -548,6 +548,17 @@ def synthesis(
         monitoring=monitoring,
     )
     return Synthesis(residual=residual, draft=draft, confidence=confidence)
+
+
+def long_term_memory(experience: Sequence[PastCase]) -> str:
+    """The residual context's "Long-term memory": each past case recalled, how similar, and
+    its lesson (MDTeamGPT)."""
+    return (
+        " | ".join(
+            f"{p.label or p.kind} (similarity {p.similarity:.2f}): {p.lesson}" for p in experience
+        )
+        or NO_PAST_CASE
+    )
 
 
 def staging_text(case: Mapping[str, Any], staging: Mapping[str, object]) -> str:

@@ -52,6 +52,8 @@ _CHEMO = ("chemotherapy",)
 _VINCA = ("vinca", "chemotherapy")
 _BTK = ("btk_inhibitor", "tki")
 _PARP = ("parp_inhibitor",)
+_PENICILLIN = ("penicillin", "beta_lactam", "antibiotic")
+_CEPHALOSPORIN = ("cephalosporin", "beta_lactam", "antibiotic")
 
 DRUGS: Final[Mapping[str, tuple[str, ...]]] = {
     # checkpoint inhibitors
@@ -105,6 +107,7 @@ DRUGS: Final[Mapping[str, tuple[str, ...]]] = {
     "ifosfamide": ("alkylating", "chemotherapy"),
     "bendamustine": ("alkylating", "chemotherapy"),
     "dacarbazine": ("alkylating", "chemotherapy"),
+    "procarbazine": ("alkylating", "chemotherapy"),
     "etoposide": _CHEMO,
     "irinotecan": _CHEMO,
     "topotecan": _CHEMO,
@@ -209,6 +212,37 @@ DRUGS: Final[Mapping[str, tuple[str, ...]]] = {
     "pamidronate": _BISPHOS,
     "ibandronate": _BISPHOS,
     "clodronate": _BISPHOS,
+    # anti-infectives of the plans (H. pylori eradication, prophylaxis): the allergy rules
+    # name them by class
+    "amoxicillin": _PENICILLIN,
+    "ampicillin": _PENICILLIN,
+    "piperacillin": _PENICILLIN,
+    "flucloxacillin": _PENICILLIN,
+    "benzylpenicillin": _PENICILLIN,
+    "phenoxymethylpenicillin": _PENICILLIN,
+    "temocillin": _PENICILLIN,
+    "cefalexin": _CEPHALOSPORIN,
+    "cefadroxil": _CEPHALOSPORIN,
+    "cefaclor": _CEPHALOSPORIN,
+    "cefuroxime": _CEPHALOSPORIN,
+    "cefazolin": _CEPHALOSPORIN,
+    "ceftriaxone": _CEPHALOSPORIN,
+    "cefotaxime": _CEPHALOSPORIN,
+    "ceftazidime": _CEPHALOSPORIN,
+    "cefepime": _CEPHALOSPORIN,
+    "meropenem": ("carbapenem", "beta_lactam", "antibiotic"),
+    "imipenem": ("carbapenem", "beta_lactam", "antibiotic"),
+    "ertapenem": ("carbapenem", "beta_lactam", "antibiotic"),
+    "clarithromycin": ("macrolide", "antibiotic"),
+    "azithromycin": ("macrolide", "antibiotic"),
+    "erythromycin": ("macrolide", "antibiotic"),
+    "metronidazole": ("nitroimidazole", "antibiotic"),
+    "tinidazole": ("nitroimidazole", "antibiotic"),
+    "tetracycline": ("tetracyclines", "antibiotic"),
+    "doxycycline": ("tetracyclines", "antibiotic"),
+    "minocycline": ("tetracyclines", "antibiotic"),
+    "levofloxacin": ("fluoroquinolone", "antibiotic"),
+    "co-trimoxazole": ("sulfonamide_antibiotic", "antibiotic"),
 }
 
 # A drug that contains another: a rule about the parent concerns it too.
@@ -408,6 +442,15 @@ SYNONYMS: Final[Mapping[str, str]] = {
     "prolia": "denosumab",
     "zometa": "zoledronic acid",
     "zoledronate": "zoledronic acid",
+    "amoxycillin": "amoxicillin",
+    "co-amoxiclav": "amoxicillin",
+    "augmentin": "amoxicillin",
+    "cephalexin": "cefalexin",
+    "cotrimoxazole": "co-trimoxazole",
+    "trimethoprim-sulfamethoxazole": "co-trimoxazole",
+    "sulfamethoxazole": "co-trimoxazole",
+    "septrin": "co-trimoxazole",
+    "bactrim": "co-trimoxazole",
 }
 
 # Regimens by the acronym or trial that names them -> the generics they give. Acronyms of three
@@ -440,7 +483,21 @@ REGIMENS: Final[Mapping[str, tuple[str, ...]]] = {
     "B-R": ("bendamustine", "rituximab"),
     "Pola-BR": ("polatuzumab vedotin", "bendamustine", "rituximab"),
     "ABVD": ("doxorubicin", "bleomycin", "vinblastine", "dacarbazine"),
-    "BEACOPP": ("bleomycin", "etoposide", "doxorubicin", "cyclophosphamide", "vincristine"),
+    "BEACOPP": (
+        "bleomycin",
+        "etoposide",
+        "doxorubicin",
+        "cyclophosphamide",
+        "vincristine",
+        "procarbazine",
+    ),
+    "BrECADD": (
+        "brentuximab vedotin",
+        "etoposide",
+        "cyclophosphamide",
+        "doxorubicin",
+        "dacarbazine",
+    ),
     "AC": ("doxorubicin", "cyclophosphamide"),
     "EC": ("epirubicin", "cyclophosphamide"),
     "FEC": ("fluorouracil", "epirubicin", "cyclophosphamide"),
@@ -542,6 +599,9 @@ CLASS_PHRASES: Final[Mapping[str, tuple[str, ...]]] = {
     "btk_inhibitor": (r"btk inhibitors?",),
     "parp_inhibitor": (r"parp inhibitors?",),
     "adc": (r"antibody[- ]drug conjugates?", r"adcs?"),
+    "penicillin": (r"penicillins?",),
+    "cephalosporin": (r"cephalosporins?",),
+    "beta_lactam": (r"beta-?lactams?", r"β-lactams?"),
 }
 
 # Words and phrases that put the mentions after them (in the same clause) out of the item.

@@ -108,6 +108,8 @@ class PastCase:
     summary: str
     lesson: str
     similarity: float
+    entry_id: int = 0  # the memory's id: the plan records which entries informed it
+    label: str = ""  # "CorrectKB #12"
 
 
 class ExperienceRetriever(Protocol):
@@ -115,7 +117,7 @@ class ExperienceRetriever(Protocol):
 
 
 class NoExperience:
-    """Until the learning issue lands there is no experience memory."""
+    """No experience memory (the command line's dry runs, the engine's unit tests)."""
 
     def similar(self, *, case: Mapping[str, Any], k: int) -> list[PastCase]:
         return []
@@ -174,6 +176,8 @@ class Step:
         match self.kind:
             case StepKind.INTAKE | StepKind.TRIAGE | StepKind.GATE | StepKind.PLAN:
                 return str(self.kind)
+            case StepKind.EXPERIENCE:
+                return f"r{self.round}.experience"
             case StepKind.RETRIEVAL:
                 return f"retrieval.{self.role}"
             case StepKind.REPORT | StepKind.VOTE:

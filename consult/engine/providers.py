@@ -98,15 +98,23 @@ class LLMProvider:
     """Every role through the LLM. Any failure of a turn (invalid after repair, endpoint
     unavailable, budget spent) falls back to the guideline engine for that turn only."""
 
-    def __init__(self, llm: LLM, *, fallback: GuidelineProvider | None = None) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        fallback: GuidelineProvider | None = None,
+        addenda: Mapping[str, str] | None = None,
+    ) -> None:
         self.llm = llm
         self.fallback = fallback or GuidelineProvider()
+        # Prompt name -> the admin-approved addendum in force when the consultation started.
+        self.addenda = dict(addenda or {})
         self.name = f"llm:{llm.model_for('coordinator')}"
 
     async def _ask(
         self, role: str, prompt: str, user: dict[str, Any], schema: type[T], on_delta: Delta = None
     ) -> tuple[T | None, Usage | None, str]:
-        system = prompting.system_prompt(prompt, role)
+        system = prompting.system_prompt(prompt, role, self.addenda)
         started = time.monotonic()
         try:
             value, usage = await self.llm.complete_structured(
@@ -180,6 +188,7 @@ class LLMProvider:
                 "support": consensus.support,
             },
             "previous_residual_contexts": [r.model_dump() for r in inp.residuals[-2:]],
+            "similar_past_cases": [asdict(p) for p in inp.experience],
         }
         value, usage, fallback = await self._ask("coordinator", "coordinator", user, Synthesis)
         if value is None:
@@ -188,9 +197,20 @@ class LLMProvider:
         # consensus arranged into one pathway, computed, so no plan item enters without its
         # support, and the summary is written from them.
         draft = computed.draft
-        return Answer(
-            Synthesis(residual=value.residual, draft=draft, confidence=value.confidence), usage
+        # "Long-term memory" records what was recalled, whatever the Coordinator wrote: the
+        # past cases by label and similarity, then the Coordinator's note on their role.
+        recorded = computed.residual.long_term_memory
+        note = value.residual.long_term_memory.strip()
+        residual = value.residual.model_copy(
+            update={
+                "long_term_memory": (
+                    f"{recorded} | Coordinator: {note}"
+                    if inp.experience and note and note != recorded
+                    else recorded
+                )
+            }
         )
+        return Answer(Synthesis(residual=residual, draft=draft, confidence=value.confidence), usage)
 
     async def vote(self, inp: VoteInput) -> Answer:
         user = {

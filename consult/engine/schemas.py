@@ -235,6 +235,7 @@ GateEffect = Literal[
     "dose",  # given at the adjusted dose
     "warning",  # given; the rule asks for attention
     "needs_data",  # cannot be checked: the inputs are missing
+    "checked",  # a patient-level check (allergies, liver function) passed, shown with its values
 ]
 
 
@@ -288,6 +289,17 @@ class ConflictRecord(_Model):
     resolution: str
 
 
+class InformedBy(_Model):
+    """A past case from the experience memory (CorrectKB / ChainKB) the board recalled."""
+
+    entry_id: int
+    kind: str
+    label: str
+    summary: str
+    lesson: str = ""
+    similarity: float = 0.0
+
+
 class Plan(_Model):
     format: Literal["mdtboard.plan/1"] = PLAN_FORMAT
     case_id: str
@@ -303,3 +315,5 @@ class Plan(_Model):
     abstain: bool = False
     needs_data: list[str] = Field(default_factory=list)
     rounds: int = 1
+    # The past cases that informed the plan (recalled from round 2; none in one round).
+    informed_by: list[InformedBy] = Field(default_factory=list)

@@ -98,6 +98,10 @@ RELEVANT_STAGING: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
+# The residual context's "Long-term memory" when no similar past case was recalled.
+NO_PAST_CASE = "No similar past case."
+
+
 class StepKind(StrEnum):
     """A completed step of the protocol, journaled once (AgentMessage.kind). Not an event
     kind: a "review" step is one member's cross-review (its event is a "critique"), while
@@ -113,6 +117,7 @@ class StepKind(StrEnum):
     CONSENSUS = "consensus"
     GATE = "gate"
     PLAN = "plan"
+    EXPERIENCE = "experience"  # the past cases recalled from round 2 (MDTeamGPT)
 
 
 class EventKind(StrEnum):

@@ -10,7 +10,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, assert_never
 
-from consult.engine.vocab import CORE_ROLES, RELEVANT_STAGING, STAGING_LABELS, EventKind
+from consult.engine.vocab import (
+    CORE_ROLES,
+    NO_PAST_CASE,
+    RELEVANT_STAGING,
+    STAGING_LABELS,
+    EventKind,
+)
 from consult.labels import fact_label
 from consult.plan_view import PHASE_LABELS, PlanView, cancer_of, need_label, plan_view
 
@@ -47,6 +53,11 @@ class Panel:
     fallback: str = ""
     ungrounded: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] | None = None
+    # The drugs and modalities the Treatment member proposes (None before it has), and the
+    # data the finished plan still needs (None before the plan): a member's safety rules and
+    # data requests about drugs nobody proposed are noise to the clinician reading the board.
+    proposed: frozenset[str] | None = None
+    plan_needs: frozenset[str] | None = None
 
     @property
     def label(self) -> str:
@@ -57,10 +68,41 @@ class Panel:
         return f"panel-{dom_id(self.role)}"
 
     @property
-    def needs(self) -> list[str]:
+    def all_needs(self) -> list[str]:
         """The data this member asked for, by clinical label, each once."""
         report = self.report or {}
         return list(dict.fromkeys(need_label(n) for n in report.get("needs_data") or []))
+
+    @property
+    def needs(self) -> list[str]:
+        """The data asked for that the plan still needs (all of it until there is a plan)."""
+        if self.plan_needs is None:
+            return self.all_needs
+        return [n for n in self.all_needs if n in self.plan_needs]
+
+    @property
+    def needs_elsewhere(self) -> int:
+        """How many data requests concern only options that are not in the plan."""
+        return len(self.all_needs) - len(self.needs)
+
+    @property
+    def constraints(self) -> list[dict[str, Any]]:
+        """The safety rules this member raised that concern a proposed drug or modality (or
+        no drug in particular); all of them until Treatment has proposed something."""
+        report = self.report or {}
+        every = list(report.get("constraints") or [])
+        if self.proposed is None:
+            return every
+        return [
+            c
+            for c in every
+            if not c.get("agents") or {str(a).lower() for a in c["agents"]} & self.proposed
+        ]
+
+    @property
+    def constraints_elsewhere(self) -> int:
+        report = self.report or {}
+        return len(report.get("constraints") or []) - len(self.constraints)
 
     @property
     def monitoring(self) -> list[dict[str, Any]]:
@@ -145,6 +187,12 @@ class Board:
         return plan_view(self.plan, (self.intake or {}).get("staging_keys"))
 
     @property
+    def gates_in_order(self) -> list[dict[str, Any]]:
+        """Failed gates first, then those that could not be checked, then the passed ones."""
+        order = {"fail": 0, "unknown": 1, "pass": 2}
+        return sorted(self.gates, key=lambda g: order.get(str(g.get("status")), 1))
+
+    @property
     def staging_chips(self) -> list[tuple[str, Any]]:
         """The derived staging of the case's cancer, in clinical words."""
         if not self.intake:
@@ -225,7 +273,7 @@ def apply(board: Board, event: dict[str, Any]) -> set[str]:
             board.round(number).critiques.append(payload)
             return {f"round:{number}"}
         case EventKind.RESIDUAL:
-            board.round(number).residual = payload
+            board.round(number).residual = _with_memory(payload)
             return {f"round:{number}"}
         case EventKind.DRAFT:
             board.round(number).draft = payload
@@ -249,9 +297,26 @@ def apply(board: Board, event: dict[str, Any]) -> set[str]:
             return {"plan"}
         case EventKind.PLAN:
             board.plan = payload
-            return {"plan"}
+            view = board.plan_view
+            wanted = frozenset(n["label"] for n in view.needs) if view else frozenset()
+            changed = {"plan"}
+            for key, panel in board.panels.items():
+                panel.plan_needs = wanted
+                if panel.all_needs:
+                    changed.add(f"panel:{key}")
+            return changed
         case _:
             assert_never(kind)
+
+
+def _with_memory(residual: dict[str, Any]) -> dict[str, Any]:
+    """The residual as the round card shows it: the past cases recalled ("Long-term memory")
+    follow the Integration; a round that recalled none shows no more than it did before."""
+    memory = str(residual.get("long_term_memory") or "")
+    if not memory or memory == NO_PAST_CASE:
+        return residual
+    integration = str(residual.get("integration") or "")
+    return {**residual, "integration": f"{integration} Long-term memory: {memory}"}
 
 
 def event_kind(raw: str) -> EventKind | None:
@@ -261,18 +326,36 @@ def event_kind(raw: str) -> EventKind | None:
         return None
 
 
+def _proposed(report: dict[str, Any]) -> frozenset[str]:
+    return frozenset(
+        str(name).lower()
+        for c in report.get("components") or []
+        for name in [*(c.get("agents") or []), c.get("modality") or ""]
+        if name
+    )
+
+
 def _message(board: Board, role: str, number: int, payload: dict[str, Any]) -> set[str]:
     panel = board.panel(role)
     panel.report, panel.round, panel.state = payload["report"], number, "done"
     panel.fallback = payload.get("fallback") or ""
     panel.usage = payload.get("usage")
+    changed = {f"panel:{role}"}
+    treatment = board.panels["treatment"].report if "treatment" in board.panels else None
+    if treatment is not None:
+        proposed = _proposed(treatment)
+        for key, other in board.panels.items():
+            if other.proposed != proposed:
+                other.proposed = proposed
+                if (other.report or {}).get("constraints"):
+                    changed.add(f"panel:{key}")
     if not panel.usage:
-        return {f"panel:{role}"}
+        return changed
     board.tokens += int(panel.usage.get("prompt_tokens", 0)) + int(
         panel.usage.get("completion_tokens", 0)
     )
     board.cost_usd += float(panel.usage.get("cost_usd", 0.0))
-    return {f"panel:{role}", "metrics"}
+    return {*changed, "metrics"}
 
 
 def _node(board: Board, role: str, number: int, payload: dict[str, Any]) -> set[str]:

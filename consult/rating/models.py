@@ -16,7 +16,7 @@ class ComparatorSource(models.TextChoices):
     ENTERED = "entered", "Entered by a clinician"
     IMPORTED = "imported", "Imported (mdtboard.plan/1)"
     # The MDT decision that clinician review (consult/review) records; see
-    # consult.rating.services.comparator_from_mdt_decision.
+    # consult.review.services.comparator_from_mdt_decision.
     MDT_DECISION = "mdt_decision", "MDT decision of the clinician review"
     DEMO = "demo", "Demo: built from the case file's expected block"
 

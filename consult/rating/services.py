@@ -3,6 +3,7 @@ the locked submission of a rating. Every write is audited in the same transactio
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,8 @@ LOCKED = "This rating was submitted and is locked; it cannot be changed."
 STUDY_CLOSED = "This study is closed; no more ratings are taken."
 NAME_TAKEN = "A study with this name exists already."
 DEFAULT_BLOCK_SIZES = (2, 4)
+
+logger = logging.getLogger(__name__)
 
 
 class RatingServiceError(Exception):
@@ -122,6 +125,7 @@ def comparator_create(
             "dossier": dossier.pk,
             "number": comparator.number,
             "source": source,
+            "source_ref": source_ref,
             "hash": comparator.content_hash,
         },
     )
@@ -141,21 +145,6 @@ def comparator_import(
         plan=parsed.plan,
         source=ComparatorSource.IMPORTED,
         minutes_to_write=minutes_to_write,
-    )
-
-
-def comparator_from_mdt_decision(
-    *, actor: User, dossier: LesionDossier, plan: Mapping[str, Any], source_ref: str
-) -> ComparatorPlan:
-    """The adapter for clinician review (consult/review): the MDT's decision on a dossier,
-    as an ``mdtboard.plan/1`` document, becomes the dossier's comparator plan; ``source_ref``
-    names the record it came from ("review.planversion:12")."""
-    return comparator_create(
-        actor=actor,
-        dossier=dossier,
-        plan=plan,
-        source=ComparatorSource.MDT_DECISION,
-        source_ref=source_ref,
     )
 
 
@@ -448,4 +437,15 @@ def rating_submit(*, actor: User, assignment: Assignment, data: Mapping[str, Any
             "too_fast": rating.too_fast,
         },
     )
+    transaction.on_commit(lambda: _learn_from_rating(rating.pk))
     return rating
+
+
+def _learn_from_rating(rating_id: int) -> None:
+    """A plan rated well feeds CorrectKB, one rated poorly ChainKB (in the worker)."""
+    from consult.tasks import experience_from_rating as task
+
+    try:
+        task.delay(rating_id)
+    except Exception:  # noqa: BLE001 - the rating is saved; only the lesson is lost
+        logger.warning("rating %s: the memory task could not be queued", rating_id)

@@ -16,10 +16,12 @@ from typing import Any
 
 from django.urls import reverse
 
-from consult.casefile.fields import FIELDS, get_field
+from consult.casefile.fields import get_field
 from consult.engine.guideline import PHASE_WORDS
 from consult.engine.vocab import RELEVANT_STAGING, STAGING_LABELS
-from consult.labels import fact_label
+
+__all__ = ["clinical_text", "plan_diff", "recommendation_view"]
+from consult.labels import clinical_text, fact_label
 from consult.plan_view import MODALITIES
 
 # Words, never colour alone: the symbol and the word both say the result.
@@ -38,33 +40,32 @@ ANCHORS = {
     "other": "—",
     "": "—",
 }
-KNOWN_GATE_KEYS = {"gate", "status", "detail", "applies_to", "needs", "unit", "label", "title"}
-_FACT_PATH = re.compile(
-    r"\b(?:derived|patient|diagnosis|index_lesion|staging|biomarkers|labs|organ_function)"
-    r"\.[a-z0-9_]+\b"
-)
-_NEED = re.compile(r"^(?P<fact>[a-z_]+\.[a-z0-9_]+)(?: \(for (?P<unit>[^)]+)\))?$")
-_SNAKE = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")
-
-
-# Enumerated case values as the dossier form labels them ("large_untreated" -> its label).
-ENUM_LABELS = {
-    value: label.lower() if label[:1].isupper() and not label[1:2].isupper() else label
-    for f in FIELDS
-    for value, label in f.choices
-    if "_" in value
+KNOWN_GATE_KEYS = {
+    "gate",
+    "status",
+    "detail",
+    "applies_to",
+    "needs",
+    "needs_facts",
+    "unit",
+    "label",
+    "title",
+    "effect",
+    "action",
 }
-
-
-def clinical_text(text: Any) -> str:
-    """Field paths and internal keys in a plan's prose, as a clinician reads them."""
-    out = _FACT_PATH.sub(lambda m: fact_label(m.group(0)), str(text or ""))
-
-    def word(match: re.Match[str]) -> str:
-        key = match.group(0)
-        return STAGING_LABELS.get(key) or PHASE_WORDS.get(key) or ENUM_LABELS.get(key) or key
-
-    return _SNAKE.sub(word, out)
+# What the gate did to the plan, in words (consult.engine.schemas.GateEffect).
+EFFECT_WORDS = {
+    "removed": "Removed from the plan.",
+    "withdrawn": "Given without the contraindicated drug.",
+    "held": "Kept only as an alternative, for when this no longer applies.",
+    "demoted": "Waits for this; a safer option goes first.",
+    "precondition": "Given with the action the rule requires.",
+    "dose": "Given at the adjusted dose.",
+    "warning": "Given, with a warning.",
+    "clear": "Checked: does not apply to this patient.",
+    "needs_data": "Cannot be checked until the data below is recorded.",
+}
+_NEED = re.compile(r"^(?P<fact>[a-z_]+\.[a-z0-9_]+)(?: \(for (?P<unit>[^)]+)\))?$")
 
 
 def humanise_key(key: str) -> str:
@@ -98,12 +99,18 @@ def fact_link(fact: str, *, dossier_id: int, derived: Mapping[str, Any]) -> Link
 
 @dataclass
 class EvidenceRef:
-    unit_id: str
+    unit_id: str  # for the link only; a clinician reads the title, source and anchor
     url: str
     source: str
     anchor: str
     grade: str
     version: str
+    title: str = ""
+
+    @property
+    def name(self) -> str:
+        """What the evidence is called on the page: the unit's title, else its source."""
+        return self.title or self.source or "Knowledge-base unit"
 
 
 @dataclass
@@ -131,6 +138,8 @@ class Gate:
     applies_to: list[str]
     needs: list[Link]
     extra: list[tuple[str, str]]
+    effect: str = ""
+    action: str = ""
 
 
 @dataclass
@@ -171,7 +180,9 @@ class Recommendation:
         )
 
 
-def _evidence(doc: Mapping[str, Any], version_ids: Mapping[str, int]) -> dict[str, EvidenceRef]:
+def _evidence(
+    doc: Mapping[str, Any], version_ids: Mapping[str, int], titles: Mapping[str, str]
+) -> dict[str, EvidenceRef]:
     refs = {}
     for e in doc.get("evidence") or []:
         unit_id = str(e.get("unit_id") or "")
@@ -183,6 +194,7 @@ def _evidence(doc: Mapping[str, Any], version_ids: Mapping[str, int]) -> dict[st
             anchor=str(e.get("anchor") or ""),
             grade=str(e.get("grade") or ""),
             version=str(e.get("version") or ""),
+            title=str(titles.get(unit_id) or ""),
         )
     return refs
 
@@ -190,7 +202,7 @@ def _evidence(doc: Mapping[str, Any], version_ids: Mapping[str, int]) -> dict[st
 def _item(c: Mapping[str, Any], evidence: Mapping[str, EvidenceRef]) -> Item:
     cited = []
     for unit_id in c.get("evidence") or []:
-        cited.append(evidence.get(unit_id) or EvidenceRef(unit_id, "", "", "", "", ""))
+        cited.append(evidence.get(unit_id) or EvidenceRef(unit_id, "", "", "", "", "", ""))
     role = str(c.get("role") or "primary")
     modality = str(c.get("modality") or "")
     return Item(
@@ -246,9 +258,19 @@ def gate_title(raw: Mapping[str, Any]) -> tuple[str, str]:
 def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]) -> Gate:
     status = str(raw.get("status") or "unknown")
     label, symbol = GATE_STATUS.get(status, (status.capitalize(), "?"))
-    needs = [
-        fact_link(str(n), dossier_id=dossier_id, derived=derived) for n in raw.get("needs") or []
-    ]
+    # The fields to fill in, linked to the dossier; a plan recorded before gates named their
+    # fields lists the data in words only.
+    facts = [str(n) for n in raw.get("needs_facts") or []]
+    if facts:
+        needs = [fact_link(f, dossier_id=dossier_id, derived=derived) for f in facts]
+    else:
+        needs = [
+            fact_link(str(n), dossier_id=dossier_id, derived=derived)
+            if _NEED.match(str(n))
+            else Link(clinical_text(n), "")
+            for n in raw.get("needs") or []
+        ]
+    needs = list({n.label: n for n in needs}.values())
     extra = []
     for key, value in raw.items():
         if key in KNOWN_GATE_KEYS or value in (None, "", [], {}):
@@ -256,6 +278,8 @@ def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]
         shown = "; ".join(str(v) for v in value) if isinstance(value, list) else str(value)
         extra.append((humanise_key(key), clinical_text(shown)))
     name, detail = gate_title(raw)
+    effect = str(raw.get("effect") or "")
+    action = clinical_text(raw.get("action") or "")
     return Gate(
         name=name,
         status=status,
@@ -265,6 +289,9 @@ def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]
         applies_to=[str(a) for a in raw.get("applies_to") or []],
         needs=needs,
         extra=extra,
+        effect=EFFECT_WORDS.get(effect, clinical_text(effect)),
+        # The action is often the detail itself; say it once.
+        action=action if action and action not in detail else "",
     )
 
 
@@ -275,9 +302,10 @@ def recommendation_view(
     dossier_id: int,
     derived: Mapping[str, Any],
     version_ids: Mapping[str, int],
+    titles: Mapping[str, str] | None = None,
 ) -> Recommendation:
     recommendation = doc.get("recommendation") or {}
-    evidence = _evidence(doc, version_ids)
+    evidence = _evidence(doc, version_ids, titles or {})
     components = recommendation.get("components") or []
     pathway = sorted(
         (_item(c, evidence) for c in components if (c.get("role") or "primary") == "primary"),
@@ -310,19 +338,24 @@ def recommendation_view(
         for g in safety.get("gates") or []
         if g.get("unit")
     }
-    needs = []
+    # Each missing fact once, with every rule that waits for it.
+    wanted: dict[str, tuple[Link, list[str]]] = {}
     for item in doc.get("needs_data") or []:
         match = _NEED.match(str(item))
         if match is None:
-            needs.append((Link(clinical_text(item), ""), ""))
-            continue
-        link = fact_link(match["fact"], dossier_id=dossier_id, derived=derived)
-        needs.append((link, clinical_text(gate_titles.get(match["unit"] or "", ""))))
+            link, why = Link(clinical_text(item), ""), ""
+        else:
+            link = fact_link(match["fact"], dossier_id=dossier_id, derived=derived)
+            why = clinical_text(gate_titles.get(match["unit"] or "", ""))
+        _, reasons = wanted.setdefault(link.label, (link, []))
+        if why and why not in reasons:
+            reasons.append(why)
+    needs = [(link, "; ".join(reasons)) for link, reasons in wanted.values()]
     question = str(recommendation.get("question") or (case or {}).get("question") or "")
     staging = doc.get("staging") or {}
     return Recommendation(
         question=question,
-        answer=_answer(str(recommendation.get("summary") or ""), question),
+        answer=clinical_text(_answer(str(recommendation.get("summary") or ""), question)),
         intent=str(recommendation.get("intent") or ""),
         abstain=bool(doc.get("abstain")),
         pathway=pathway,

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from consult.labels import value_words
 from consult.models import Consultation, EvidenceNode
 from consult.presenters import NOT_AVAILABLE, case_sections
 from consult.review.models import PlanReport
@@ -23,8 +24,10 @@ from consult.review.selectors import (
     consultation_evidence_nodes,
     consultation_messages,
     consultation_models,
+    evidence_titles,
     evidence_version_ids,
     review_state_get,
+    unit_titles,
 )
 from knowledge.calculators import derive_all
 
@@ -123,9 +126,12 @@ def agent_trace(*, consultation: Consultation) -> list[TraceEntry]:
                     m.round, "Coordinator", "draft plan", str(draft.get("summary") or ""), []
                 )
             )
+    titles = unit_titles(keys={c for entry in entries for c in entry.cites})
     said: dict[tuple[str, str, str, tuple[str, ...], bool | None], int] = {}
     for entry in entries:
         entry.text = clinical_text(entry.text)
+        # The guideline units cited, by title: what the member relied on, in words.
+        entry.cites = list(dict.fromkeys(titles.get(c, c) for c in entry.cites))
         # A member who repeats itself in a later round is shown as doing so, not reprinted.
         key = (entry.role, entry.kind, entry.text, tuple(entry.cites), entry.agree)
         if key in said:
@@ -147,8 +153,8 @@ def final_dissent(*, consultation: Consultation) -> list[TraceEntry]:
 def _shown(value: Any) -> Any:
     """A derived list (medications by class, declined treatments) as words."""
     if isinstance(value, list | tuple):
-        return ", ".join(str(v) for v in value) or "none"
-    return value
+        return ", ".join(str(value_words(v)) for v in value) or "none"
+    return value_words(value)
 
 
 def report_context(
@@ -159,6 +165,7 @@ def report_context(
     derived = derive_all(case)
     all_refs = [e for v in state.versions for e in v.payload.get("evidence") or []]
     version_ids = evidence_version_ids(refs=all_refs)
+    titles = evidence_titles(version_ids=version_ids)
 
     def view(doc: dict[str, Any]) -> Any:
         return recommendation_view(
@@ -167,6 +174,7 @@ def report_context(
             dossier_id=consultation.dossier_id,
             derived=derived,
             version_ids=version_ids,
+            titles=titles,
         )
 
     base = state.version(decided.based_on) if decided.based_on else None

@@ -20,6 +20,7 @@ from consult.models import (
     LesionDossier,
     Plan,
 )
+from consult.rating.models import ComparatorPlan
 from consult.review.models import (
     ClinicianReview,
     MdtMeeting,
@@ -90,6 +91,20 @@ def plan_consultation_get(*, user: Any, pk: int) -> Consultation:
     if not Plan.objects.filter(consultation=consultation).exists():
         raise Http404("This consultation has no plan yet")
     return consultation
+
+
+def comparator_latest(*, consultation: Consultation) -> ComparatorPlan | None:
+    """The dossier's newest comparator plan (what a rating study would pair with the plan)."""
+    return (
+        ComparatorPlan.objects.filter(dossier_id=consultation.dossier_id)
+        .order_by("-number")
+        .first()
+    )
+
+
+def comparator_ref(decision: ClinicianReview) -> str:
+    """How a comparator plan names the decision it was made from (its ``source_ref``)."""
+    return f"review.decision:{decision.pk}:plan-v{decision.plan_number}"
 
 
 def plan_versions(*, consultation: Consultation) -> list[VersionView]:
@@ -212,6 +227,24 @@ def evidence_version_ids(*, refs: list[dict[str, Any]]) -> dict[str, int]:
         if expected is not None and str(content_hash).startswith(expected):
             found[str(unit_key)] = int(pk)
     return found
+
+
+def evidence_titles(*, version_ids: dict[str, int]) -> dict[str, str]:
+    """unit id -> the title of the cited version: what a clinician reads instead of the id."""
+    rows = UnitVersion.objects.filter(pk__in=version_ids.values()).values_list("pk", "title")
+    titles = dict(rows)
+    return {unit: str(titles[pk]) for unit, pk in version_ids.items() if pk in titles}
+
+
+def unit_titles(*, keys: set[str]) -> dict[str, str]:
+    """unit id -> the title of its newest published version (for citations that name only
+    the unit, such as a member's claims)."""
+    rows = (
+        UnitVersion.objects.filter(unit__key__in=keys, published_at__isnull=False)
+        .order_by("unit__key", "number")
+        .values_list("unit__key", "title")
+    )
+    return {str(key): str(title) for key, title in rows}  # the newest number wins
 
 
 # --- the worklist --------------------------------------------------------------------------------

@@ -21,6 +21,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from consult.models import Consultation, ConsultationStatus
+from consult.rating.models import ComparatorPlan, ComparatorSource
+from consult.rating.plan_format import validate_plan
+from consult.rating.services import ComparatorInvalid, RatingServiceError, comparator_create
 from consult.review.models import (
     ClinicianReview,
     Decision,
@@ -34,6 +37,7 @@ from consult.review.models import (
 from consult.review.selectors import (
     ReviewState,
     VersionView,
+    comparator_ref,
     consultation_event_rows,
     plan_versions,
     review_state_get,
@@ -158,6 +162,7 @@ def review_decide(
             "plan_hash": current.content_hash,
         },
     )
+    learn_from_review(review.pk)
     return review
 
 
@@ -365,6 +370,7 @@ def plan_amend(
             "based_on_hash": base.content_hash,
         },
     )
+    learn_from_review(review.pk)
     return version
 
 
@@ -464,6 +470,83 @@ def plan_sign_off(*, actor: Any, consultation: Consultation) -> SignOff:
         },
     )
     return sign_off
+
+
+# --- the MDT decision as the comparator of a rating study ---------------------------------------
+NO_MDT_DECISION = (
+    "Record the team's decision (accept or amend) and the meeting before using it as the "
+    "comparator plan."
+)
+REJECTED_NO_PLAN = (
+    "The team rejected the board's plan, so there is no decided plan to copy: enter the plan "
+    "the team chose on the comparator page."
+)
+# What the review adds to a plan that is about the review, not the team's treatment plan; a
+# rater comparing plans must not see it (it would say which plan the people wrote).
+_REVIEW_GATES = frozenset({"amendment_not_rechecked"})
+_MDT_PREFIX = "MDT: "
+
+
+def _comparator_document(state: ReviewState, final_decision: str) -> dict[str, Any]:
+    """The decided plan version as the team's plan: its items, safety, monitoring and options
+    ruled out; in the team's own words (the meeting's final decision) for the summary."""
+    doc = copy.deepcopy(state.decided.payload)
+    doc.pop("amendment", None)
+    recommendation = doc.setdefault("recommendation", {})
+    recommendation["summary"] = final_decision
+    safety = doc.setdefault("safety", {})
+    safety["gates"] = [g for g in safety.get("gates") or [] if g.get("gate") not in _REVIEW_GATES]
+    for option in doc.get("rejected_options") or []:
+        reason = option.get("reason")
+        if isinstance(reason, str) and reason.startswith(_MDT_PREFIX):
+            option["reason"] = reason.removeprefix(_MDT_PREFIX)
+    return doc
+
+
+@transaction.atomic
+def comparator_from_mdt_decision(*, actor: Any, consultation: Consultation) -> ComparatorPlan:
+    """The team's recorded decision (the accepted or amended plan version, with the meeting's
+    final decision as its summary) becomes the dossier's comparator plan for rating studies.
+    Idempotent: while the decision and the meeting record are unchanged, pressing again
+    returns the comparator already made from them; after a correction it makes a new version.
+    Allowed after sign-off (that is when the decision is final)."""
+    locked = Consultation.objects.select_for_update().get(pk=consultation.pk)
+    if locked.status != ConsultationStatus.COMPLETED or not hasattr(locked, "plan"):
+        raise ReviewError(NO_PLAN)
+    state = review_state_get(consultation=locked)
+    decision = state.decision
+    if decision is None or state.meeting is None:
+        raise ReviewError(NO_MDT_DECISION)
+    if decision.decision == Decision.REJECT:
+        raise ReviewError(REJECTED_NO_PLAN)
+    cleaned, problems = validate_plan(_comparator_document(state, state.meeting.final_decision))
+    if cleaned is None:
+        raise ReviewError(
+            "The decided plan cannot be used as a comparator: "
+            + "; ".join(str(p) for p in problems)
+        )
+    cleaned["case_id"] = locked.dossier.case_id
+    source_ref = comparator_ref(decision)
+    latest = ComparatorPlan.objects.filter(dossier_id=locked.dossier_id).order_by("-number").first()
+    if (
+        latest is not None
+        and latest.source == ComparatorSource.MDT_DECISION
+        and latest.source_ref == source_ref
+        and latest.content_hash == payload_hash(cleaned)
+    ):
+        return latest  # the same decision pressed again: already the comparator
+    try:
+        return comparator_create(
+            actor=actor,
+            dossier=locked.dossier,
+            plan=cleaned,
+            source=ComparatorSource.MDT_DECISION,
+            source_ref=source_ref,
+        )
+    except ComparatorInvalid as exc:
+        raise ReviewError(str(exc), [str(e) for e in exc.errors]) from exc
+    except RatingServiceError as exc:
+        raise ReviewError(str(exc)) from exc
 
 
 # --- exports -------------------------------------------------------------------------------------
@@ -616,6 +699,22 @@ def report_request(*, actor: Any, consultation: Consultation, paper: str) -> Pla
     )
     transaction.on_commit(lambda: _enqueue_report(report.pk))
     return report
+
+
+def learn_from_review(review_id: int) -> None:
+    """Once the decision is saved, the experience memory learns from it (CorrectKB for an
+    acceptance, ChainKB for an amendment or a rejection), in the worker: a reflection may be
+    written by the LLM. A broker that is down loses the lesson, never the decision."""
+
+    def enqueue() -> None:
+        from consult.tasks import experience_from_review as task
+
+        try:
+            task.delay(review_id)
+        except Exception:  # noqa: BLE001 - the decision is saved; only the lesson is lost
+            logger.warning("review %s: the memory task could not be queued", review_id)
+
+    transaction.on_commit(enqueue)
 
 
 def _enqueue_report(report_id: int) -> None:

@@ -46,15 +46,19 @@ def _plan_page(
 ) -> HttpResponse:
     case = consultation.snapshot.data
     refs = [e for v in state.versions for e in v.payload.get("evidence") or []]
+    version_ids = selectors.evidence_version_ids(refs=refs)
     view = recommendation_view(
         version.payload,
         case=case,
         dossier_id=consultation.dossier_id,
         derived=derive_all(case),
-        version_ids=selectors.evidence_version_ids(refs=refs),
+        version_ids=version_ids,
+        titles=selectors.evidence_titles(version_ids=version_ids),
     )
     base = state.version(version.based_on) if version.based_on else None
     from consult.review.report import final_dissent
+
+    comparator = selectors.comparator_latest(consultation=consultation)
 
     context = {
         "consultation": consultation,
@@ -69,6 +73,12 @@ def _plan_page(
         "decision_form": DecisionForm(base=state.current.number),
         "report_form": ReportForm(),
         "may_sign_off": selectors.may_sign_off(user=request.user, state=state),
+        "comparator": comparator,
+        "comparator_is_decision": bool(
+            comparator
+            and state.decision
+            and comparator.source_ref == selectors.comparator_ref(state.decision)
+        ),
     }
     return render(request, "review/plan.html", context)
 
@@ -254,6 +264,31 @@ def sign_off(request: AuthedRequest, pk: int) -> HttpResponse:
         _errors(request, exc)
         return _back(pk)
     messages.success(request, f"Plan version {done.plan_number} signed off.")
+    return _back(pk)
+
+
+@require_POST
+def comparator_from_decision(request: AuthedRequest, pk: int) -> HttpResponse:
+    consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
+    before = selectors.comparator_latest(consultation=consultation)
+    try:
+        comparator = services.comparator_from_mdt_decision(
+            actor=request.user, consultation=consultation
+        )
+    except services.ReviewError as exc:
+        _errors(request, exc)
+        return _back(pk)
+    if before is not None and before.pk == comparator.pk:
+        messages.info(
+            request,
+            f"The team's decision is already the comparator plan (version {comparator.number}).",
+        )
+    else:
+        messages.success(
+            request,
+            f"The team's decision is now comparator plan version {comparator.number} for "
+            "rating studies.",
+        )
     return _back(pk)
 
 

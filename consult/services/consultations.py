@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
+from dataclasses import fields
 from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings as django_settings
 from django.db import InterfaceError, OperationalError, connections, transaction
 from django.utils import timezone
 
@@ -24,6 +27,7 @@ from consult.journal.lease import LeaseLost, lease_claim, lease_lapsed
 from consult.journal.numbering import events_append
 from consult.journal.store import DbStepStore
 from consult.labels import fact_labels
+from consult.learning import DbExperience, recalled
 from consult.models import (
     Consultation,
     ConsultationStatus,
@@ -35,6 +39,8 @@ from consult.models import (
 from consult.retrieval import DbRetriever
 from knowledge.applicability import case_facts
 from knowledge.calculators import derive_all, staging_summary
+from knowledge.memory.selectors import versions_in_force
+from knowledge.memory.services import experience_uses_record
 from mdtboard.accounts.roles import is_admin
 from mdtboard.audit.hashing import payload_hash
 from mdtboard.audit.services import audit_record
@@ -96,7 +102,15 @@ def consultation_start(
         raise ConsultationError(NOT_SUBMITTED)
     if engine == EngineChoice.LLM and llm_settings() is None:
         raise ConsultationError(NO_LLM)
-    config = EngineConfig(max_rounds=max_rounds)  # validates the limits
+    # The prompt and weight versions an administrator approved, as they stand now: the
+    # consultation records them and a resumed run uses the same ones.
+    forces = versions_in_force()
+    weights = forces["weights"]
+    config = EngineConfig(  # validates the limits
+        max_rounds=max_rounds,
+        experience_k=django_settings.MEMORY_TOP_K,
+        weight_offsets=weights["offsets"],
+    )
     consultation = Consultation.objects.create(
         snapshot=snapshot,
         dossier=dossier,
@@ -106,8 +120,12 @@ def consultation_start(
             "max_rounds": config.max_rounds,
             "agreement": config.agreement,
             "wall_clock_s": config.wall_clock_s,
+            "experience_k": config.experience_k,
+            "weight_offsets": dict(config.weight_offsets),
+            "weight_version": weights["label"],
+            "prompt_addenda": {n: v["addendum"] for n, v in forces["prompts"].items()},
         },
-        prompt_versions=prompting.versions(),
+        prompt_versions=prompting.versions({n: v["label"] for n, v in forces["prompts"].items()}),
     )
     audit_record(
         action="consultation.start",
@@ -118,6 +136,8 @@ def consultation_start(
             "snapshot": snapshot.pk,
             "engine": engine,
             "snapshot_hash": snapshot.content_hash,
+            "weight_version": weights["label"] or None,
+            "prompt_db_versions": {n: v["label"] for n, v in forces["prompts"].items()},
         },
     )
     if enqueue:
@@ -288,7 +308,7 @@ def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
         llm = LLMClient(
             settings, Budget(tokens=settings.token_budget, cost_usd=settings.cost_budget_usd)
         )
-        provider = LLMProvider(llm)
+        provider = LLMProvider(llm, addenda=consultation.config.get("prompt_addenda") or {})
     store = DbStepStore(consultation.pk)
     Consultation.objects.filter(pk=consultation.pk).update(engine_label=provider.name)
     deliberation = Deliberation(
@@ -298,7 +318,8 @@ def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
         retriever=retriever,
         store=store,
         provider=provider,
-        config=EngineConfig(**consultation.config),
+        experience=DbExperience(),
+        config=engine_config(consultation.config),
         labels=fact_labels(),
     )
 
@@ -310,6 +331,9 @@ def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
 
             def end(locked: Consultation) -> None:
                 _end(locked, ConsultationStatus.COMPLETED, plan=payload, kb_versions=versions)
+                # Which past cases informed the plan: the memory's bookkeeping, in the same
+                # transaction as the plan.
+                experience_uses_record(consultation_ref=locked.pk, used=recalled(payload))
 
             # The plan is saved with (and never before) the last steps of the journal behind
             # it, in the same transaction: the run's end adds no transaction of its own.
@@ -323,6 +347,13 @@ def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
             await sync_to_async(connections.close_all)()
 
     return run_coroutine(run)
+
+
+def engine_config(config: Mapping[str, Any]) -> EngineConfig:
+    """The engine's settings from a consultation's recorded config (which also holds what the
+    engine does not read: the weight version's label, the prompt addenda)."""
+    names = {f.name for f in fields(EngineConfig)}
+    return EngineConfig(**{k: v for k, v in config.items() if k in names})
 
 
 def consultations_recover(*, queued: bool = True) -> list[int]:

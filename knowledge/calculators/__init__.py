@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from consult.engine.vocab import STAGING_KEYS
 from knowledge.calculators._common import CalcResult, CalcValue, FactValue
+from knowledge.calculators.allergies import allergies_unmapped, allergy_classes
 from knowledge.calculators.breast import breast_subtype
 from knowledge.calculators.derive import derive_all, staging_summary
 from knowledge.calculators.liver import (
@@ -83,6 +84,8 @@ __all__ = [
     "albi_grade_for",
     "albi_linear_predictor",
     "albi_score",
+    "allergies_unmapped",
+    "allergy_classes",
     "ann_arbor_stage",
     "anticoagulants",
     "antiplatelets",

@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from consult.engine.vocab import STAGING_KEYS
 from knowledge.calculators._common import CalcResult, CalcValue, lookup
+from knowledge.calculators.allergies import allergies_unmapped, allergy_classes
 from knowledge.calculators.breast import adjuvant_cdk46, breast_subtype
 from knowledge.calculators.breast_genomics import (
     esr1_mutation,
@@ -133,6 +134,8 @@ PATIENT: Final[dict[str, Calculator]] = {
     "pregnancy_recorded": pregnancy_recorded,
     "progressed_on": progressed_on,
     "intolerant_of": intolerant_of,
+    "allergy_classes": allergy_classes,
+    "allergies_unmapped": allergies_unmapped,
 }
 
 _COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "mdtboard.audit",
     "mdtboard.core",
     "knowledge",
+    "knowledge.memory",
     "consult",
     "consult.rating",
     "consult.review",
@@ -229,6 +230,29 @@ RETRIEVAL_DENSE_WEIGHT = env.float("RETRIEVAL_DENSE_WEIGHT", default=0.8)
 # lease and requeues them; 0 means only when a worker starts.
 CONSULTATION_RECOVER_EVERY_S = env.float("CONSULTATION_RECOVER_EVERY_S", default=60.0)
 RETRIEVAL_KEYWORD_WEIGHT = env.float("RETRIEVAL_KEYWORD_WEIGHT", default=0.2)
+
+# --- Experience memory and governed evolution (knowledge/memory) ---------------------------
+# From round 2 the board recalls this many similar past cases (CorrectKB and ChainKB), none
+# less similar than the floor (cosine similarity of the case summaries).
+MEMORY_TOP_K = env.int("MEMORY_TOP_K", default=5)
+MEMORY_MIN_SIMILARITY = env.float("MEMORY_MIN_SIMILARITY", default=0.6)
+# Cache-and-prune: at most this many active entries; near-duplicates (similarity at or above)
+# are merged; entries never recalled for this many days are retired, unless they helped.
+MEMORY_MAX_ENTRIES = env.int("MEMORY_MAX_ENTRIES", default=500)
+MEMORY_DEDUPE_SIMILARITY = env.float("MEMORY_DEDUPE_SIMILARITY", default=0.97)
+MEMORY_STALE_DAYS = env.int("MEMORY_STALE_DAYS", default=365)
+MEMORY_PRUNE_EVERY_S = env.float("MEMORY_PRUNE_EVERY_S", default=3600.0)
+# Evolution: a pattern shared by this many active ChainKB entries earns a proposal; a weight
+# proposal moves one role's weight by the step, never beyond the cap (either way).
+EVOLUTION_MIN_PATTERN = env.int("EVOLUTION_MIN_PATTERN", default=3)
+EVOLUTION_WEIGHT_STEP = env.float("EVOLUTION_WEIGHT_STEP", default=0.1)
+EVOLUTION_WEIGHT_CAP = env.float("EVOLUTION_WEIGHT_CAP", default=0.3)
+# For a deployment that runs celery beat (each worker also keeps its own timer).
+CELERY_BEAT_SCHEDULE = (
+    {"memory-maintain": {"task": "memory.memory_maintain", "schedule": MEMORY_PRUNE_EVERY_S}}
+    if MEMORY_PRUNE_EVERY_S > 0
+    else {}
+)
 # Nothing may download model weights at run time.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -42,10 +42,14 @@ AUDIT_HMAC_KEY = AUDIT_HMAC_KEY or derived_audit_key(SECRET_KEY)
 AUDIT_ANCHOR_PATH = "off"
 
 # As in production, whatever a developer's .env says. The personas of the roles that need
-# two-factor have an authenticator app (tests/conftest.py make_user); the e2e login enters codes.
+# two-factor have an authenticator app (tests/fixtures/personas.py, make_user); the e2e
+# login enters codes.
 MFA_REQUIRED_ROLES = ["admin", "curator"]
 SESSION_IDLE_TIMEOUT = 30 * 60
 # The test worker must not pick up runs that tests leave "running" on purpose (lease tests);
 # the sweep itself is tested directly.
 CONSULTATION_RECOVER_EVERY_S = 0.0
 SESSION_COOKIE_AGE = 8 * 3600
+# The memory's maintenance pass is tested directly; the test worker keeps no timer for it.
+MEMORY_PRUNE_EVERY_S = 0.0
+CELERY_BEAT_SCHEDULE = {}

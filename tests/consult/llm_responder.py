@@ -10,7 +10,7 @@ from typing import Any
 from tests.llm_stub import StubReply, StubRequest
 
 
-def _payload(request: StubRequest) -> dict[str, Any]:
+def request_payload(request: StubRequest) -> dict[str, Any]:
     text = request.user
     start = text.find("{")
     if start < 0:
@@ -71,7 +71,7 @@ def clinical_responder(
                 ),
                 "RoleReport",
             )
-        data = _payload(request)
+        data = request_payload(request)
         role = request.role
         if schema == "RoleReport":
             body: dict[str, Any] = _report(role, data)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from consult.models import Consultation, ConsultationEvent, EvidenceNode
-from tests.conftest import login
-from tests.consult.integration.test_consultations import load_seed
+from tests.fixtures.browser import login
+from tests.fixtures.seed import load_seed
+from tests.fixtures.waiting import wait_until
 from tests.paths import PUBLIC_CASES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -59,8 +59,13 @@ def test_clinician_watches_a_guideline_deliberation_and_opens_its_evidence(
     # then the role panels fill and the plan card appears, live
     page.wait_for_selector("#panel-treatment .state--done", timeout=60_000)
     page.wait_for_selector("#plan-card ol li", timeout=60_000)
-    assert page.locator("#panel-hepatology").count() == 1  # a specialist chosen at triage
+    # and the run's end arrives: the plan and the final status are separate events, sent as
+    # separate socket messages, so the status may still read "Running" when the plan card
+    # shows; wait for the status, the run's last event, before checking anything against the
+    # database (the worker commits before it broadcasts, so the rows are there by then)
+    page.wait_for_selector("#board-status.board-status--completed", timeout=60_000)
     assert "Status: Completed" in page.locator("#board-status").inner_text()
+    assert page.locator("#panel-hepatology").count() == 1  # a specialist chosen at triage
     assert page.locator("#gates .gate").count() > 0
     page.screenshot(path=str(screenshot_dir / "board.png"), full_page=True)
     consultation = Consultation.objects.latest("pk")
@@ -76,10 +81,13 @@ def test_clinician_watches_a_guideline_deliberation_and_opens_its_evidence(
         "a => { for (let d = a.closest('details'); d; d = d.parentElement.closest('details'))"
         " d.open = true; }"
     )
+    # (the board has an h1 too: wait for the evidence page's address, not for any h1)
     link.click()
-    page.wait_for_selector("h1")
-    assert unit_id in page.content()
-    assert "Grade" in page.content()
+    page.wait_for_url("**/evidence/*/")
+    page.wait_for_load_state()
+    body = page.locator("body").inner_text()
+    assert unit_id in body
+    assert "Grade" in body
     page.screenshot(path=str(screenshot_dir / "evidence-unit.png"), full_page=True)
 
 
@@ -122,10 +130,11 @@ def test_board_reconnects_after_the_server_restarts_and_shows_each_event_once(
     daphne.restart(down_s=1.0)
     # then the page reconnects by itself and the board completes
     page.wait_for_selector("#plan-card ol li", timeout=120_000)
-    deadline = time.monotonic() + 30
-    while Consultation.objects.get(pk=consultation.pk).status != "completed":
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    wait_until(
+        lambda: Consultation.objects.get(pk=consultation.pk).status == "completed",
+        timeout=30,
+        what="the consultation to complete",
+    )
     page.wait_for_function(
         "seq => document.getElementById('board-seq').dataset.seq === String(seq)",
         arg=ConsultationEvent.objects.filter(consultation=consultation).count(),

@@ -3,7 +3,6 @@ the real worker's embedding makes the new version retrievable with its provenanc
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,9 @@ import pytest
 from knowledge.bundle import SourceSpec
 from knowledge.models import UnitEmbedding, UnitVersion, VersionStatus
 from knowledge.services import bundle_import, source_save, version_publish, versions_embed
-from tests.conftest import login, make_user
+from tests.fixtures.browser import login
+from tests.fixtures.personas import make_user
+from tests.fixtures.waiting import wait_until
 from tests.knowledge.kb_factory import SOURCE, bundle, unit
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -26,11 +27,12 @@ def _logout(page: Any) -> None:
 
 
 def _wait_for_embedding(version: UnitVersion) -> None:
-    deadline = time.monotonic() + EMBEDDING_WAIT_S
-    while not UnitEmbedding.objects.filter(version=version).exists():
-        if time.monotonic() > deadline:
-            pytest.fail(f"the worker did not embed {version} within {EMBEDDING_WAIT_S} s")
-        time.sleep(0.5)
+    wait_until(
+        lambda: UnitEmbedding.objects.filter(version=version).exists(),
+        timeout=EMBEDDING_WAIT_S,
+        interval=0.5,
+        what=f"the worker to embed {version}",
+    )
 
 
 def test_two_curators_edit_review_publish_and_retrieve_a_unit(

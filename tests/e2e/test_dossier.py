@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from consult.models import DossierSnapshot, LesionDossier
-from tests.conftest import login
+from tests.fixtures.browser import login
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

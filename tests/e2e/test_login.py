@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from consult.broadcasts import user_notify
-from tests.conftest import PASSWORD
+from tests.fixtures.personas import PASSWORD
 from tests.stack import in_thread
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

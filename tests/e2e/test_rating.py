@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from consult.rating.models import Rating
-from tests.conftest import login
 from tests.consult.rating.support import finished_consultation, study_over, with_comparator
+from tests.fixtures.browser import login
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

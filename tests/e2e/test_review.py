@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from consult.review.models import PlanVersion, SignOff
-from tests.conftest import login
+from tests.fixtures.browser import login
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -63,3 +63,11 @@ SAFETY: dict[str, Any] = {
         "advice": "Treat varices before bevacizumab.",
     },
 }
+
+
+def merge_bomb(levels: int) -> bytes:
+    """Nested YAML merge keys, each level merging the one below twice: a few hundred bytes
+    whose mappings, merged out, hold 2**levels key copies (the audit's 752-byte file)."""
+    lines = ["a0: &a0 {x: 1}"]
+    lines += [f"a{n}: &a{n} {{<<: [*a{n - 1}, *a{n - 1}]}}" for n in range(1, levels + 1)]
+    return ("\n".join(lines) + "\n").encode()

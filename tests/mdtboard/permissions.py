@@ -109,6 +109,14 @@ TABLE: dict[str, Row] = {
     "rating:comparator-edit": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
     "rating:comparator-import": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
     # Studies, their allocation, analytics and unblinded export: administrators only.
+    # --- experience memory and governed evolution (administrators only) -----------------------
+    "memory:home": {"GET": (L, D, D, D, D, A)},
+    "memory:entry": {"GET": (L, D, D, D, D, A), "POST": (L, D, D, D, D, A)},
+    "memory:entry-retire": {"POST": (L, D, D, D, D, A)},
+    "memory:prune": {"POST": (L, D, D, D, D, A)},
+    "memory:evolution": {"GET": (L, D, D, D, D, A)},
+    "memory:propose": {"POST": (L, D, D, D, D, A)},
+    "memory:version-decide": {"POST": (L, D, D, D, D, A)},
     "rating:study-list": {"GET": (L, D, D, D, D, A)},
     "rating:study-create": {"GET": (L, D, D, D, D, A), "POST": (L, D, D, D, D, A)},
     "rating:study-detail": {"GET": (L, D, D, D, D, A)},

@@ -7,24 +7,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel
 
 from consult.bundle_retriever import BundleRetriever
 from consult.engine.deliberation import Deliberation, EngineConfig
 from consult.engine.protocols import Evidence, MemoryStore, Retriever, StepStore
 from consult.engine.providers import GuidelineProvider, LLMProvider
+from consult.engine.schemas import CrossReview, RoleReport, Synthesis, Vote
 from knowledge.applicability import case_facts
-from knowledge.bundle import Bundle, bundle_from_documents
 from knowledge.calculators import derive_all, staging_summary
-from tests.paths import REPO
-
-SEED = REPO / "knowledge" / "seed"
-
-
-def seed_bundle() -> Bundle:
-    docs = [d for p in sorted(SEED.glob("*.yaml")) for d in yaml.safe_load_all(p.read_text())]
-    return bundle_from_documents(docs)
+from tests.fixtures.seed import seed_bundle
 
 
 def load_case(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -84,6 +76,61 @@ class ScriptedLLM:
         return schema.model_validate(reply), usage
 
 
+def llm_answers(
+    *,
+    disagree_rounds: int = 0,
+    invalid_roles: tuple[str, ...] = (),
+    cite: str | None = None,
+    propose: dict[str, Any] | None = None,
+) -> Any:
+    """A board's LLM answers for ``ScriptedLLM``: every member reports citing the first unit
+    that applies (or ``cite``), cross-reviews agree, Safety votes no in the first
+    ``disagree_rounds`` rounds, and the roles in ``invalid_roles`` never answer validly."""
+    votes_seen: dict[int, int] = {}
+
+    def answer(role: str, schema: type, user: dict[str, Any]) -> Any:
+        if role in invalid_roles:
+            return ValueError("reply stayed invalid after repair")
+        if schema is RoleReport:
+            evidence = [e["unit_id"] for e in user["evidence"] if e["applies"]]
+            report: dict[str, Any] = {
+                "conclusion": f"{role} view",
+                "confidence": 0.8,
+                "claims": [
+                    {
+                        "text": f"{role} claim",
+                        "evidence": [cite or (evidence or [""])[0]],
+                        "confidence": 0.8,
+                    }
+                ],
+            }
+            if role == "treatment" and propose:
+                report["components"] = [propose]
+                report["intent"] = "palliative"
+            return report
+        if schema is CrossReview:
+            return {"agree": True, "critique": "No objection."}
+        if schema is Synthesis:
+            return {
+                "residual": {
+                    "consistency": "c",
+                    "conflict": "k",
+                    "independence": "i",
+                    "integration": "plan",
+                },
+                "draft": {"summary": "LLM summary", "intent": "palliative", "components": []},
+                "confidence": 0.8,
+            }
+        if schema is Vote:
+            round_no = user["round"]
+            votes_seen[round_no] = votes_seen.get(round_no, 0) + 1
+            disagree = round_no <= disagree_rounds and user["role"] == "safety"
+            return {"agree": not disagree, "advice": "revise" if disagree else ""}
+        raise AssertionError(schema)
+
+    return answer
+
+
 def evidence_unit(
     unit_id: str,
     *,
@@ -128,6 +175,7 @@ __all__ = [
     "ScriptedLLM",
     "deliberation",
     "evidence_unit",
+    "llm_answers",
     "load_case",
     "safety_rule",
     "seed_bundle",

@@ -7,17 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from consult.evaluation import plan_offline
 from knowledge.bundle import Bundle
-from tests.consult.engine.support import seed_bundle
 from tests.paths import PUBLIC_CASES
-
-
-@pytest.fixture(scope="module")
-def bundle() -> Bundle:
-    return seed_bundle()
 
 
 def _public(name: str) -> dict[str, Any]:

@@ -12,21 +12,9 @@ from consult.engine.aio import run_coroutine
 from consult.engine.deliberation import EngineConfig
 from consult.engine.protocols import MemoryStore, Step, StepResult
 from consult.engine.providers import LLMProvider
-from consult.engine.schemas import CrossReview, RoleReport, Synthesis, Vote
 from consult.evaluation import concordance_failures
-from tests.consult.engine.support import (
-    BundleRetriever,
-    ScriptedLLM,
-    deliberation,
-    load_case,
-    seed_bundle,
-)
+from tests.consult.engine.support import ScriptedLLM, deliberation, llm_answers, load_case
 from tests.paths import PUBLIC_CASES, public_case_files
-
-
-@pytest.fixture(scope="module")
-def retriever() -> BundleRetriever:
-    return BundleRetriever(seed_bundle())
 
 
 @pytest.mark.parametrize("path", public_case_files(), ids=lambda p: p.stem)
@@ -159,61 +147,9 @@ def test_round_limit_is_validated() -> None:
 # --- LLM mode with a scripted double (the HTTP stub tests live with the LLM client) --------
 
 
-def _llm_answers(
-    *,
-    disagree_rounds: int = 0,
-    invalid_roles: tuple[str, ...] = (),
-    cite: str | None = None,
-    propose: dict[str, Any] | None = None,
-) -> Any:
-    votes_seen: dict[int, int] = {}
-
-    def answer(role: str, schema: type, user: dict[str, Any]) -> Any:
-        if role in invalid_roles:
-            return ValueError("reply stayed invalid after repair")
-        if schema is RoleReport:
-            evidence = [e["unit_id"] for e in user["evidence"] if e["applies"]]
-            report: dict[str, Any] = {
-                "conclusion": f"{role} view",
-                "confidence": 0.8,
-                "claims": [
-                    {
-                        "text": f"{role} claim",
-                        "evidence": [cite or (evidence or [""])[0]],
-                        "confidence": 0.8,
-                    }
-                ],
-            }
-            if role == "treatment" and propose:
-                report["components"] = [propose]
-                report["intent"] = "palliative"
-            return report
-        if schema is CrossReview:
-            return {"agree": True, "critique": "No objection."}
-        if schema is Synthesis:
-            return {
-                "residual": {
-                    "consistency": "c",
-                    "conflict": "k",
-                    "independence": "i",
-                    "integration": "plan",
-                },
-                "draft": {"summary": "LLM summary", "intent": "palliative", "components": []},
-                "confidence": 0.8,
-            }
-        if schema is Vote:
-            round_no = user["round"]
-            votes_seen[round_no] = votes_seen.get(round_no, 0) + 1
-            disagree = round_no <= disagree_rounds and user["role"] == "safety"
-            return {"agree": not disagree, "advice": "revise" if disagree else ""}
-        raise AssertionError(schema)
-
-    return answer
-
-
 def test_llm_disagreement_leads_to_a_second_round_with_residual_context(retriever: Any) -> None:
     case, _ = load_case(PUBLIC_CASES / "pub-lung-01.json")
-    llm = ScriptedLLM(_llm_answers(disagree_rounds=1))
+    llm = ScriptedLLM(llm_answers(disagree_rounds=1))
     store = MemoryStore()
     plan = run_coroutine(
         lambda: deliberation(
@@ -229,7 +165,7 @@ def test_llm_disagreement_leads_to_a_second_round_with_residual_context(retrieve
 
 def test_llm_citation_of_an_unretrieved_unit_is_marked_ungrounded(retriever: Any) -> None:
     case, _ = load_case(PUBLIC_CASES / "pub-lung-01.json")
-    llm = ScriptedLLM(_llm_answers(cite="made.up-unit"))
+    llm = ScriptedLLM(llm_answers(cite="made.up-unit"))
     store = MemoryStore()
     run_coroutine(
         lambda: deliberation(
@@ -245,7 +181,7 @@ def test_llm_proposing_a_contraindicated_drug_is_overruled_by_the_gate(retriever
     case, _ = load_case(PUBLIC_CASES / "pub-lung-02.json")
     case["diagnosis"]["transplant_history"] = "liver"
     llm = ScriptedLLM(
-        _llm_answers(
+        llm_answers(
             propose={
                 "modality": "systemic",
                 "description": "Pembrolizumab monotherapy",
@@ -267,7 +203,7 @@ def test_llm_turn_that_fails_falls_back_to_the_guideline_engine_and_says_so(
     retriever: Any,
 ) -> None:
     case, _ = load_case(PUBLIC_CASES / "pub-lung-01.json")
-    llm = ScriptedLLM(_llm_answers(invalid_roles=("treatment",)))
+    llm = ScriptedLLM(llm_answers(invalid_roles=("treatment",)))
     store = MemoryStore()
     plan = run_coroutine(
         lambda: deliberation(

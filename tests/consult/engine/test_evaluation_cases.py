@@ -12,15 +12,9 @@ import pytest
 
 from consult.casefile.validate import parse_case_bytes
 from consult.evaluation import concordance_failures, plan_offline
-from tests.consult.engine.support import seed_bundle
 from tests.paths import REPO
 
 CASES = sorted((REPO / "tests" / "cases").glob("*.json"))
-
-
-@pytest.fixture(scope="module")
-def bundle() -> Any:
-    return seed_bundle()
 
 
 def test_there_are_ten_cases_per_cancer() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,10 +20,10 @@ from consult.engine.protocols import MemoryStore
 from consult.engine.providers import LLMProvider
 from consult.engine.schemas import Plan
 from consult.llm import Budget, LLMClient, LLMSettings
-from tests.consult.engine.support import BundleRetriever, deliberation, load_case, seed_bundle
-from tests.consult.llm_responder import _payload
+from tests.consult.engine.support import BundleRetriever, deliberation, load_case
+from tests.consult.llm_responder import request_payload
 from tests.llm_stub import StubLLM, StubReply, StubRequest
-from tests.paths import PUBLIC_CASES
+from tests.paths import PUBLIC_CASES, REPO
 
 ICI = {"pembrolizumab", "nivolumab", "atezolizumab", "durvalumab", "cemiplimab", "ipilimumab"}
 ICI_NAMES = ("keytruda", "opdivo", "tecentriq", "imfinzi", "pembrolizumab", "nivolumab")
@@ -65,6 +66,7 @@ class Hard:
     forbidden: set[str]
     names: tuple[str, ...]
     safe: tuple[str, ...]  # one of these drugs or words is in the recommended option
+    folder: Path = PUBLIC_CASES  # where the base case lives
 
 
 def _set(**paths: Any) -> Callable[[dict[str, Any]], None]:
@@ -124,6 +126,42 @@ HARD = {
         forbidden={"methotrexate", *HER2, *ICI},
         names=("methotrexate", "cmf", *HER2_NAMES, *ICI_NAMES),
         safe=("doxorubicin", "epirubicin", "paclitaxel", "surgery"),
+    ),
+    # A pregnant woman with advanced Hodgkin lymphoma: procarbazine (escalated BEACOPP),
+    # brentuximab (BrECADD, A+AVD) and nivolumab (N-AVD) are not given in pregnancy; ABVD is.
+    "pregnant-hodgkin": Hard(
+        case="lymph-23",
+        folder=REPO / "tests" / "cases",
+        change=_set(),
+        insists=[
+            _item(
+                "Escalated BEACOPP x6 with G-CSF",
+                "procarbazine",
+                "etoposide",
+                "cyclophosphamide",
+                "doxorubicin",
+                "bleomycin",
+                "vincristine",
+            ),
+            _item("BrECADD x6", role="alternative", rank=1, when="if fit"),
+            _item("Opdivo with AVD", "Opdivo", role="alternative", rank=2, when="stage III-IV"),
+        ],
+        forbidden={"procarbazine", "brentuximab vedotin", "nivolumab"},
+        names=("procarbazine", "beacopp", "brecadd", "opdivo", "nivolumab", "brentuximab"),
+        safe=("dacarbazine", "vinblastine"),
+    ),
+    # Penicillin anaphylaxis: no amoxicillin in H. pylori eradication, by any name.
+    "penicillin-allergy": Hard(
+        case="lymph-24",
+        folder=REPO / "tests" / "cases",
+        change=_set(),
+        insists=[
+            _item("PPI-amoxicillin-clarithromycin triple therapy", "amoxicillin", "clarithromycin"),
+            _item("Augmentin-based eradication", "Augmentin", role="alternative", rank=1),
+        ],
+        forbidden={"amoxicillin"},
+        names=("amoxicillin", "augmentin"),
+        safe=("bismuth",),
     ),
     "creatinine-clearance-25": Hard(
         case="pub-lung-02",
@@ -185,7 +223,7 @@ def _insisting_responder(insists: list[dict[str, Any]]) -> Callable[[StubRequest
 
     def respond(request: StubRequest) -> StubReply:
         schema = str((request.json_schema or {}).get("title", ""))
-        data = _payload(request)
+        data = request_payload(request)
         cited = [
             e["unit_id"]
             for e in data.get("evidence", [])
@@ -220,11 +258,6 @@ def _insisting_responder(insists: list[dict[str, Any]]) -> Callable[[StubRequest
     return respond
 
 
-@pytest.fixture(scope="module")
-def retriever() -> BundleRetriever:
-    return BundleRetriever(seed_bundle())
-
-
 def _run(case: dict[str, Any], stub: StubLLM, retriever: BundleRetriever) -> Plan:
     settings = LLMSettings(
         base_url=stub.base_url, api_key="sk-stub", model="stub-model", backoff_base_s=0.01
@@ -244,6 +277,7 @@ def _gives(component: Any) -> set[str]:
     return set(lexicon.given(component.agents, component.description).drugs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HARD))
 def test_llm_insisting_on_forbidden_drugs_in_every_role_never_gets_them_into_the_plan(
     name: str, retriever: BundleRetriever
@@ -251,7 +285,7 @@ def test_llm_insisting_on_forbidden_drugs_in_every_role_never_gets_them_into_the
     # given a hard case and an LLM that proposes the forbidden drugs in every role, by brand
     # names, class phrases, regimens and in descriptions with no agents listed
     hard = HARD[name]
-    case, _ = load_case(PUBLIC_CASES / f"{hard.case}.json")
+    case, _ = load_case(hard.folder / f"{hard.case}.json")
     hard.change(case)
     with StubLLM(_insisting_responder(hard.insists)) as stub:
         plan = _run(case, stub, retriever)
@@ -302,7 +336,7 @@ def test_guideline_engine_plans_no_forbidden_drug_on_the_hard_cases(
 ) -> None:
     # given the same hard cases, deliberated by the guideline engine
     hard = HARD[name]
-    case, _ = load_case(PUBLIC_CASES / f"{hard.case}.json")
+    case, _ = load_case(hard.folder / f"{hard.case}.json")
     hard.change(case)
     plan = run_coroutine(lambda: deliberation(case, retriever=retriever).run())
     # then no component gives a forbidden drug, and a safe option leads

@@ -30,16 +30,10 @@ from tests.consult.engine.support import (
     deliberation,
     load_case,
     safety_rule,
-    seed_bundle,
 )
 from tests.paths import PUBLIC_CASES
 
 CHECKPOINT_INHIBITORS = ("pembrolizumab", "nivolumab", "atezolizumab", "cemiplimab", "ipilimumab")
-
-
-@pytest.fixture(scope="module")
-def retriever() -> BundleRetriever:
-    return BundleRetriever(seed_bundle())
 
 
 def _option(description: str, *agents: str, **fields: Any) -> ProposedComponent:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from pydantic import BaseModel
 
 from consult.engine.aio import run_coroutine
@@ -19,16 +18,10 @@ from tests.consult.engine.support import (
     ScriptedLLM,
     deliberation,
     load_case,
-    seed_bundle,
 )
 from tests.paths import PUBLIC_CASES
 
 ADVICE = "Revise: state the intended duration of maintenance therapy."
-
-
-@pytest.fixture(scope="module")
-def retriever() -> BundleRetriever:
-    return BundleRetriever(seed_bundle())
 
 
 class Recording(ScriptedLLM):

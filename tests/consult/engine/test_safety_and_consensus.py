@@ -28,19 +28,13 @@ from tests.consult.engine.support import (
     ScriptedLLM,
     deliberation,
     evidence_unit,
+    llm_answers,
     load_case,
     safety_rule,
-    seed_bundle,
 )
-from tests.consult.engine.test_deliberation import _llm_answers
 from tests.paths import PUBLIC_CASES
 
 NO_ADJUVANT = "hcc.ci.no-adjuvant-systemic"  # a minor "remove" rule: BCLC 0/A, no adjuvant TKI
-
-
-@pytest.fixture(scope="module")
-def retriever() -> BundleRetriever:
-    return BundleRetriever(seed_bundle())
 
 
 def _safety_units(retriever: BundleRetriever, case: dict[str, Any]) -> list[Evidence]:
@@ -355,7 +349,7 @@ def test_a_conflict_standing_for_several_rounds_is_recorded_once(
     case, _ = load_case(PUBLIC_CASES / "pub-lung-02.json")
     case["diagnosis"]["transplant_history"] = "liver"
     llm = ScriptedLLM(
-        _llm_answers(
+        llm_answers(
             disagree_rounds=1,
             propose={
                 "modality": "systemic",

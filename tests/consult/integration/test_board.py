@@ -13,9 +13,10 @@ from consult.models import ConsultationEvent
 from consult.services.consultations import consultation_run, consultation_start
 from mdtboard.asgi import application
 from mdtboard.audit.models import AuditEvent
-from tests.consult.integration.test_consultations import load_seed, submitted
+from tests.fixtures.consultations import submitted
+from tests.fixtures.seed import load_seed
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 SEQ = re.compile(r'id="board-seq"\s+data-seq="(\d+)"')
 
 
@@ -218,13 +219,6 @@ async def test_board_socket_stops_streaming_to_a_clinician_removed_from_the_team
         action="ws.subscribe_denied", object_id=str(finished.pk)
     ).aexists()
     await communicator.disconnect()  # the consumer leaves its group; no task outlives the test
-
-
-@pytest.fixture
-def queued(clinician: Any, team: Any) -> Any:
-    # Not run: enough for a socket to connect to when no event needs to come back.
-    dossier = submitted(clinician, team, "pub-hcc-03.json")
-    return consultation_start(actor=clinician, dossier=dossier, enqueue=False)
 
 
 async def test_board_socket_refuses_the_next_resume_of_a_clinician_removed_from_the_team(

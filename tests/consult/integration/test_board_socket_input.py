@@ -10,19 +10,10 @@ import pytest
 from channels.testing import WebsocketCommunicator
 
 from consult.consumers import MESSAGE_BURST
-from consult.services.consultations import consultation_start
 from mdtboard.asgi import application
-from tests.consult.integration.test_consultations import submitted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SEQ = re.compile(r'id="board-seq"\s+data-seq="(\d+)"')
-
-
-@pytest.fixture
-def queued(clinician: Any, team: Any) -> Any:
-    # Not run: enough for a socket to connect to when no event needs to come back.
-    dossier = submitted(clinician, team, "pub-hcc-03.json")
-    return consultation_start(actor=clinician, dossier=dossier, enqueue=False)
 
 
 async def _connect(user: Any, path: str) -> WebsocketCommunicator:
@@ -50,6 +41,7 @@ HOSTILE_RESUMES = [
 ]
 
 
+@pytest.mark.slow
 async def test_board_socket_ignores_hostile_resumes_and_keeps_working(
     finished: Any, colleague: Any
 ) -> None:
@@ -90,6 +82,7 @@ async def test_board_socket_closes_a_flooding_client_with_a_policy_code(
     await communicator.disconnect()
 
 
+@pytest.mark.slow
 async def test_board_socket_allows_a_client_that_reconnects_normally(
     queued: Any, colleague: Any
 ) -> None:

@@ -4,7 +4,7 @@ HTTP, cancel, the CLI, and a worker killed mid-run."""
 from __future__ import annotations
 
 import json
-import time
+import threading
 from io import StringIO
 from typing import Any
 
@@ -27,47 +27,19 @@ from consult.services.consultations import (
     consultation_run,
     consultation_start,
 )
-from consult.services.dossiers import case_import, dossier_submit
-from knowledge.services import bundle_import, bundle_parse
+from consult.services.dossiers import case_import
 from mdtboard.audit.models import AuditEvent
+from tests.fixtures.consultations import assert_unbroken, submitted
+from tests.fixtures.seed import load_seed
+from tests.fixtures.waiting import wait_until
 from tests.llm_stub import StubReply
-from tests.paths import PUBLIC_CASES, REPO
+from tests.paths import PUBLIC_CASES
 
-SEED = REPO / "knowledge" / "seed"
+pytestmark = pytest.mark.slow
 
-
-def load_seed() -> None:
-    """The shipped knowledge base, published (without embeddings: the guideline engine needs
-    only applicability, and keyword retrieval still ranks). No embedding task is queued: a
-    session worker embedding the seed mid-test would change what dense retrieval returns."""
-    from unittest import mock
-
-    from knowledge.tasks import versions_embed_task
-
-    raw = b"\n---\n".join(p.read_bytes() for p in sorted(SEED.glob("*.yaml")))
-    bundle, errors = bundle_parse(raw, filename="seed.yaml")
-    assert bundle is not None, errors
-    with mock.patch.object(versions_embed_task, "delay"):
-        bundle_import(actor=None, bundle=bundle, publish=True, reason="test seed")
-
-
-def submitted(clinician: Any, team: Any, name: str) -> Any:
-    path = PUBLIC_CASES / name
-    result = case_import(actor=clinician, team=team, raw=path.read_bytes(), filename=path.name)
-    assert result.dossier is not None, result.errors
-    dossier_submit(actor=clinician, dossier=result.dossier)
-    return result.dossier
-
-
-def assert_unbroken(consultation: Consultation) -> None:
-    seqs = list(
-        ConsultationEvent.objects.filter(consultation=consultation).values_list("seq", flat=True)
-    )
-    assert seqs == list(range(1, len(seqs) + 1))
-    keys = list(
-        AgentMessage.objects.filter(consultation=consultation).values_list("step_key", flat=True)
-    )
-    assert len(keys) == len(set(keys))
+# How long a held-back LLM reply waits at most: a run that wrongly waits for it fails slowly
+# instead of hanging.
+REPLY_DEADLINE_S = 60
 
 
 # The engine's step store writes from asgiref's worker thread, as in production, so these
@@ -190,13 +162,19 @@ def test_cancel_interrupts_members_waiting_on_the_llm(
     dossier = submitted(clinician, team, "pub-lung-01.json")
     consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm", enqueue=False)
 
+    replies = threading.Event()
+
     def cancel(request: Any) -> None:
-        # the clinician presses Cancel while the (slow) cross-reviews are out
+        # the clinician presses Cancel while the cross-reviews are out; they are answered only
+        # once the run is over, so a run that waited for them would hang until the deadline
         Consultation.objects.filter(pk=consultation.pk).update(cancel_requested=True)
-        time.sleep(8)
+        replies.wait(timeout=REPLY_DEADLINE_S)
 
     llm_env.switch.responder = _on_cross_review(cancel, clinical_responder())
-    assert consultation_run(consultation_id=consultation.pk) == "cancelled"
+    try:
+        assert consultation_run(consultation_id=consultation.pk) == "cancelled"
+    finally:
+        replies.set()
     consultation.refresh_from_db()
     assert consultation.status == ConsultationStatus.CANCELLED
     keys = set(
@@ -249,9 +227,15 @@ def test_the_lease_is_renewed_while_members_wait_on_a_slow_llm(
     consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm", enqueue=False)
     held: list[bool] = []
 
+    def lease_end() -> Any:
+        return Consultation.objects.get(pk=consultation.pk).lease_until
+
     def slow_review(request: Any) -> None:
-        time.sleep(5)  # the reviewer thinks for longer than the lease lasts
-        lease_until = Consultation.objects.get(pk=consultation.pk).lease_until
+        # the reviewer thinks for longer than the lease the run held when it asked lasts
+        first = lease_end()
+        assert first is not None
+        wait_until(lambda: timezone.now() > first, timeout=10, what="the first lease to end")
+        lease_until = lease_end()
         held.append(lease_until is not None and lease_until > timezone.now())
 
     llm_env.switch.responder = _on_cross_review(slow_review, clinical_responder())
@@ -280,10 +264,15 @@ def test_a_run_whose_lease_was_taken_over_stops_and_leaves_the_run_alone(
         Consultation.objects.filter(pk=consultation.pk).update(
             lease_owner="elsewhere:1", lease_until=timezone.now() + timedelta(minutes=5)
         )
-        time.sleep(8)  # a reply this run stops waiting for once it sees the takeover
+        # a reply this run stops waiting for once it sees the takeover: it comes only after
+        replies.wait(timeout=REPLY_DEADLINE_S)
 
+    replies = threading.Event()
     llm_env.switch.responder = _on_cross_review(taken_over, clinical_responder())
-    assert consultation_run(consultation_id=consultation.pk) == "skipped"
+    try:
+        assert consultation_run(consultation_id=consultation.pk) == "skipped"
+    finally:
+        replies.set()
     consultation.refresh_from_db()
     # then this worker wrote nothing more and left the run to its new owner
     assert consultation.status == ConsultationStatus.RUNNING
@@ -428,10 +417,11 @@ def test_worker_killed_mid_consultation_resumes_after_restart(
     dossier = submitted(clinician, team, "pub-hcc-02.json")
     consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm")
     # when the worker is killed after some steps were committed
-    deadline = time.monotonic() + 60
-    while AgentMessage.objects.filter(consultation=consultation).count() < 6:
-        assert time.monotonic() < deadline, "the worker never started the consultation"
-        time.sleep(0.1)
+    wait_until(
+        lambda: AgentMessage.objects.filter(consultation=consultation).count() >= 6,
+        timeout=60,
+        what="the worker to start the consultation",
+    )
     celery_worker_proc.kill()
     done_before = set(
         AgentMessage.objects.filter(consultation=consultation).values_list("step_key", flat=True)
@@ -440,10 +430,11 @@ def test_worker_killed_mid_consultation_resumes_after_restart(
     assert consultation.status == ConsultationStatus.RUNNING
     # and a worker starts again
     celery_worker_proc.restart()
-    deadline = time.monotonic() + 120
-    while Consultation.objects.get(pk=consultation.pk).status == ConsultationStatus.RUNNING:
-        assert time.monotonic() < deadline, "the consultation was not resumed"
-        time.sleep(0.2)
+    wait_until(
+        lambda: Consultation.objects.get(pk=consultation.pk).status != ConsultationStatus.RUNNING,
+        timeout=120,
+        what="the consultation to be resumed",
+    )
     # then it completed, with an unbroken sequence and no step done twice
     consultation.refresh_from_db()
     assert consultation.status == ConsultationStatus.COMPLETED
@@ -549,7 +540,6 @@ def test_the_recovery_sweep_requeues_a_run_whose_lease_lapsed_under_a_live_worke
 ) -> None:
     import os
     import socket
-    import threading
     from datetime import timedelta
 
     from django.utils import timezone
@@ -581,10 +571,10 @@ def test_the_recovery_sweep_requeues_a_run_whose_lease_lapsed_under_a_live_worke
     stop = threading.Event()
     sweeper = threading.Thread(target=tasks._sweep, args=(stop, 0.01), daemon=True)
     sweeper.start()
-    deadline = time.monotonic() + 10
-    while len(requeued) < 3 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    stop.set()
+    try:
+        wait_until(lambda: len(requeued) >= 3, timeout=10, interval=0.02, what="three sweeps")
+    finally:
+        stop.set()
     sweeper.join(timeout=5)
     assert requeued[:3] == [stuck.pk] * 3
 
@@ -593,7 +583,6 @@ def test_the_recovery_sweep_requeues_a_run_whose_lease_lapsed_under_a_live_worke
 def test_the_sweep_requeues_a_run_whose_message_was_lost_once_the_queue_is_empty(
     clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import threading
     from datetime import timedelta
 
     from django.utils import timezone
@@ -613,10 +602,10 @@ def test_the_sweep_requeues_a_run_whose_message_was_lost_once_the_queue_is_empty
     stop = threading.Event()
     sweeper = threading.Thread(target=tasks._sweep, args=(stop, 0.01), daemon=True)
     sweeper.start()
-    deadline = time.monotonic() + 10
-    while not requeued and time.monotonic() < deadline:
-        time.sleep(0.02)
-    stop.set()
+    try:
+        wait_until(lambda: requeued, timeout=10, interval=0.02, what="the lost run to be requeued")
+    finally:
+        stop.set()
     sweeper.join(timeout=5)
     # then the lost run is handed to the workers again
     assert requeued[:1] == [lost.pk]

@@ -13,8 +13,10 @@ from consult.engine.context import ROLE_KINDS
 from consult.engine.protocols import EvidenceRequest
 from consult.retrieval import DbRetriever
 from knowledge import selectors
-from tests.consult.integration.test_consultations import load_seed
+from tests.fixtures.seed import load_seed
 from tests.paths import PUBLIC_CASES
+
+pytestmark = pytest.mark.slow
 
 PANEL = ("diagnostic", "treatment", "safety", "monitoring")
 

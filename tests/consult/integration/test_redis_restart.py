@@ -17,10 +17,12 @@ from consult.models import AgentMessage, Consultation, ConsultationStatus
 from consult.services.consultations import consultation_start
 from mdtboard import embedded
 from mdtboard.core.management.commands.runstack import worker_argv
-from tests.consult.integration.test_consultations import assert_unbroken, load_seed, submitted
+from tests.fixtures.consultations import assert_unbroken, submitted
+from tests.fixtures.seed import load_seed
+from tests.fixtures.waiting import wait_until
 from tests.stack import Proc, _spawn, child_env
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 
 def restart_redis(*, down_s: float = 1.0) -> None:
@@ -28,7 +30,9 @@ def restart_redis(*, down_s: float = 1.0) -> None:
     crash and a supervisor) would."""
     var_dir = Path(settings.VAR_DIR)
     assert embedded.stop_redis(var_dir), "the embedded Redis was not running"
-    time.sleep(down_s)  # long enough for every client to notice the server is gone
+    # The outage itself (not a wait for anything): long enough for every client to notice
+    # the server is gone.
+    time.sleep(down_s)
     embedded.ensure_redis(var_dir)
     # This process's pooled broker connection still points at the old server: its first use
     # fails once, and the next one reconnects.
@@ -73,14 +77,13 @@ def stack_worker(celery_worker_proc: Any, llm_stub: Any) -> Iterator[Proc]:
 
 
 def wait_finished(consultation: Consultation, *, seconds: float, worker: Proc) -> Consultation:
-    deadline = time.monotonic() + seconds
-    while True:
+    def finished() -> bool:
         consultation.refresh_from_db()
-        if consultation.is_finished:
-            return consultation
         assert worker.popen.poll() is None, f"the worker died:\n{worker.tail(80)}"
-        assert time.monotonic() < deadline, f"still {consultation.status}:\n{worker.tail(80)}"
-        time.sleep(0.2)
+        return consultation.is_finished
+
+    wait_until(finished, timeout=seconds, interval=0.2, what="the consultation to finish")
+    return consultation
 
 
 @pytest.mark.django_db(transaction=True)
@@ -94,10 +97,11 @@ def test_a_redis_restart_mid_consultation_leaves_the_worker_running_and_the_run_
     llm_env.switch.responder = clinical_responder(delay_s=0.5)
     dossier = submitted(clinician, team, "pub-hcc-02.json")
     consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm")
-    deadline = time.monotonic() + 90
-    while AgentMessage.objects.filter(consultation=consultation).count() < 3:
-        assert time.monotonic() < deadline, f"never started:\n{stack_worker.tail(80)}"
-        time.sleep(0.1)
+    wait_until(
+        lambda: AgentMessage.objects.filter(consultation=consultation).count() >= 3,
+        timeout=90,
+        what="the worker to start the consultation",
+    )
 
     # when Redis goes away and comes back on the same socket
     restart_redis()

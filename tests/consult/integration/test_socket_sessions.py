@@ -13,21 +13,13 @@ from django.test import Client
 
 from consult import consumers
 from consult.broadcasts import user_group
-from consult.services.consultations import consultation_start
 from mdtboard.accounts import sessions
 from mdtboard.asgi import application
-from tests.consult.integration.test_consultations import submitted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CLOSED_SIGNED_OUT = {"type": "websocket.close", "code": 4401}
 CLOSED_REFUSED = {"type": "websocket.close", "code": 4403}
-
-
-@pytest.fixture
-def queued(clinician: Any, team: Any) -> Any:
-    dossier = submitted(clinician, team, "pub-hcc-03.json")
-    return consultation_start(actor=clinician, dossier=dossier, enqueue=False)
 
 
 def _signed_in(user: Any) -> Client:
@@ -44,6 +36,7 @@ def _socket(client: Client, path: str) -> WebsocketCommunicator:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["board", "/ws/notifications/"])
 async def test_an_open_socket_closes_when_its_sign_in_times_out(
     clinician: Any, queued: Any, settings: Any, path: str

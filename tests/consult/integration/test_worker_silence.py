@@ -15,7 +15,7 @@ from consult.models import Consultation, ConsultationStatus
 from consult.services.consultations import consultation_start
 from mdtboard.audit.models import AuditEvent
 from mdtboard.core import health
-from tests.consult.integration.test_consultations import submitted
+from tests.fixtures.consultations import submitted
 
 pytestmark = pytest.mark.django_db
 

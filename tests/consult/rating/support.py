@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from functools import cache
 from typing import Any
 
-import yaml
 from django.utils import timezone
 
 from consult.casefile.validate import parse_case_bytes
@@ -19,9 +17,9 @@ from consult.rating.models import Study
 from consult.rating.rubric import DIMENSION_KEYS
 from consult.rating.services import StudySpec, comparator_create, study_create
 from consult.services.dossiers import case_import, dossier_submit
-from knowledge.bundle import bundle_from_documents
 from mdtboard.audit.hashing import payload_hash
-from tests.paths import PUBLIC_CASES, REPO
+from tests.fixtures.seed import seed_bundle
+from tests.paths import PUBLIC_CASES
 
 # A comparator plan as a tumor board might write it for pub-hcc-01 (HBV cirrhosis, BCLC A).
 COMPARATOR = {
@@ -61,17 +59,11 @@ COMPARATOR = {
 }
 
 
-@cache
-def _bundle() -> Any:
-    seed = sorted((REPO / "knowledge" / "seed").glob("*.yaml"))
-    return bundle_from_documents([yaml.safe_load(p.read_text()) for p in seed])
-
-
 def system_plan(case: dict[str, Any]) -> dict[str, Any]:
     """The guideline engine's plan for a case, as a consultation would have saved it. On a
     thread of its own: the engine runs an event loop, and a browser test already has one."""
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(plan_offline, case, _bundle()).result()
+        return pool.submit(plan_offline, case, seed_bundle()).result()
 
 
 def finished_consultation(

@@ -337,6 +337,7 @@ def _parse(raw: object) -> object:
     return parse_case_bytes(raw, filename="quotes.json", today=TODAY)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(CASEFILE_WORST))
 def test_depth_prescan_is_linear_on_a_megabyte_of_quotes(kind: str) -> None:
     # given a 1 MiB upload built to make a backtracking string pattern rescan (30 KB of
@@ -354,6 +355,7 @@ def test_depth_prescan_is_linear_on_a_megabyte_of_quotes(kind: str) -> None:
     assert_linear(make, _parse, small=MAX_BYTES // 4, large=MAX_BYTES)
 
 
+@pytest.mark.slow
 def test_linearity_check_catches_the_old_backtracking_prescan() -> None:
     # given the depth pre-scan's pattern before the fix, which rescanned the rest of the text
     # from every escaped quote

@@ -11,18 +11,9 @@ from django.urls import reverse
 
 from consult.models import ConsultationStatus, LesionDossier
 from consult.services.consultations import consultation_start
-from consult.services.dossiers import case_import, dossier_submit
-from tests.paths import PUBLIC_CASES
+from consult.services.dossiers import dossier_submit
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def dossier(clinician: Any, team: Any) -> LesionDossier:
-    path = PUBLIC_CASES / "pub-hcc-01.json"
-    result = case_import(actor=clinician, team=team, raw=path.read_bytes(), filename=path.name)
-    assert result.dossier is not None
-    return result.dossier
 
 
 def test_admin_sees_every_team_and_files_a_dossier_for_any_team(

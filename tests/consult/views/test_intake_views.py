@@ -12,20 +12,12 @@ from django.urls import reverse
 from consult.casefile.fields import SECTION_KEYS
 from consult.models import DossierStatus, LesionDossier
 from consult.services.consultations import consultation_start
-from consult.services.dossiers import case_import, dossier_submit
+from consult.services.dossiers import dossier_submit
 from mdtboard.audit.models import AuditEvent
-from tests.conftest import HISTORY_RESTORE, HTMX
+from tests.fixtures.htmx import HISTORY_RESTORE, HTMX
 from tests.paths import PUBLIC_CASES
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def dossier(clinician: Any, team: Any) -> LesionDossier:
-    path = PUBLIC_CASES / "pub-hcc-01.json"
-    result = case_import(actor=clinician, team=team, raw=path.read_bytes(), filename=path.name)
-    assert result.dossier is not None
-    return result.dossier
 
 
 def _dossier_urls(pk: int) -> list[tuple[str, str]]:

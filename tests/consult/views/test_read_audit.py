@@ -23,6 +23,7 @@ def _pages(consultation: Any) -> list[tuple[str, str]]:
     ]
 
 
+@pytest.mark.slow
 def test_reading_a_dossier_board_and_plan_is_audited_once_each(
     client: Any, finished: Any, colleague: Any
 ) -> None:
@@ -41,6 +42,7 @@ def test_reading_a_dossier_board_and_plan_is_audited_once_each(
     assert audit_verify().ok
 
 
+@pytest.mark.slow
 def test_refused_reads_are_audited_with_the_view_and_ids(
     client: Any, finished: Any, outsider: Any, rater: Any
 ) -> None:

@@ -22,15 +22,9 @@ from knowledge.services import (
     version_submit,
 )
 from mdtboard.audit.models import AuditEvent
-from tests.conftest import make_user
 from tests.knowledge.kb_factory import SOURCE, bundle, spec, unit
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def second_curator(db: None) -> Any:
-    return make_user("curator", "curator2@hospital.test", [])
 
 
 @pytest.fixture
@@ -63,6 +57,7 @@ def _reviewed_edit(curator: Any, reviewer: Any, key: str, **overrides: Any) -> U
     return version_publish(actor=reviewer, version=version)
 
 
+@pytest.mark.slow
 def test_first_load_publishes_the_seed_and_a_second_load_changes_nothing(
     seed_dir: Path,
 ) -> None:

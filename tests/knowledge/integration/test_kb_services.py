@@ -23,15 +23,9 @@ from knowledge.services import (
 )
 from mdtboard.audit.models import AuditEvent
 from mdtboard.core.dbroles import database_owner
-from tests.conftest import make_user
 from tests.knowledge.kb_factory import SAFETY, SOURCE, bundle, spec, unit
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def second_curator(db: None) -> Any:
-    return make_user("curator", "curator2@hospital.test", [])
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from knowledge.services import bundle_parse
-from tests.knowledge.kb_factory import SOURCE, unit
+from tests.knowledge.kb_factory import SOURCE, merge_bomb, unit
 
 
 def _json(**document: Any) -> bytes:
@@ -124,14 +124,6 @@ def test_yaml_aliases_that_expand_past_the_bundle_limit_are_refused() -> None:
         "Not a bundle: the YAML is too large: more than 20,971,520 characters of text" in m
         for m in messages
     )
-
-
-def merge_bomb(levels: int) -> bytes:
-    """Nested YAML merge keys, each level merging the one below twice: a few hundred bytes
-    whose mappings, merged out, hold 2**levels key copies (the audit's 752-byte file)."""
-    lines = ["a0: &a0 {x: 1}"]
-    lines += [f"a{n}: &a{n} {{<<: [*a{n - 1}, *a{n - 1}]}}" for n in range(1, levels + 1)]
-    return ("\n".join(lines) + "\n").encode()
 
 
 def test_a_yaml_merge_key_bomb_is_refused_before_it_is_expanded() -> None:

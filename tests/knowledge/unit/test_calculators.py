@@ -1173,6 +1173,8 @@ COMMON_FACTS = {
     "pregnancy_recorded",
     "progressed_on",
     "intolerant_of",
+    "allergy_classes",
+    "allergies_unmapped",
 }
 
 

@@ -932,6 +932,7 @@ def test_segment_document_rejects_bad_arguments(
         segment_document(text, fmt=fmt, source_key=source_key)
 
 
+@pytest.mark.slow
 def test_segment_document_five_megabytes_segment_in_a_few_seconds() -> None:
     # given: a long guideline made of many numbered sections of the Markdown fixture's prose
     section = load("hcc_guideline.md").split("### 5.2 Treatment of early-stage disease\n", 1)[1]
@@ -1012,6 +1013,7 @@ def test_segment_document_html_odd_colspan_falls_back_safely(span: str, columns:
 _MIB = 1024 * 1024
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(MARKUP_WORST))
 def test_segment_document_is_linear_on_a_megabyte_of_hostile_markup(kind: str) -> None:
     # given a 1 MiB document built to make an end-anchored pattern retry every position (30 KB

@@ -1,8 +1,9 @@
 """The seed knowledge base parses, validates and covers the public evaluation cases.
 
-Applicability is decided by ``knowledge.applicability`` itself (the code the engine and both
-retrievers use), so a regression there fails these tests too; a null fact is *unknown*, and a
-unit that only matches through a guessed value does not count.
+Whether a unit applies to a case is decided by the retriever the engine uses
+(``consult.bundle_retriever``, over ``knowledge.applicability``, the code the database
+retriever uses too), so a regression there fails these tests too; a null fact is *unknown*,
+and a unit that only matches through a guessed value does not count.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
+from consult.bundle_retriever import BundleRetriever
 from consult.casefile.fields import FIELDS
-from knowledge.applicability import case_facts, context_applies
+from knowledge.applicability import Truth
 from knowledge.bundle import (
     Bundle,
     SafetyAction,
@@ -24,21 +26,12 @@ from knowledge.bundle import (
     TherapyAction,
     UnitKind,
     UnitSpec,
-    bundle_from_documents,
 )
 from knowledge.calculators import derive_all
 from knowledge.calculators.derive import CALCULATORS_BY_CANCER_TYPE
+from tests.fixtures.seed import SEED_DIR
 from tests.paths import PUBLIC_CASES, REPO, public_case_files
 
-SEED_DIR = REPO / "knowledge" / "seed"
-SEED_FILES = (
-    "00-sources.yaml",
-    "hcc.yaml",
-    "lung.yaml",
-    "breast.yaml",
-    "lymphoma.yaml",
-    "common.yaml",
-)
 QUERIES = REPO / "tests" / "knowledge" / "retrieval_queries.yaml"
 
 MIN_UNITS = 160
@@ -49,13 +42,9 @@ SAFETY_KINDS = (UnitKind.CONTRAINDICATION, UnitKind.INTERACTION, UnitKind.ORGAN_
 
 
 # --- loading ------------------------------------------------------------------------------------
+# The seed bundle itself is the shared ``bundle`` fixture (tests/fixtures/seed.py).
 def _documents() -> list[dict[str, Any]]:
-    return [yaml.safe_load((SEED_DIR / name).read_text(encoding="utf-8")) for name in SEED_FILES]
-
-
-@pytest.fixture(scope="module")
-def bundle() -> Bundle:
-    return bundle_from_documents(_documents())
+    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted(SEED_DIR.glob("*.yaml"))]
 
 
 @pytest.fixture(scope="module")
@@ -69,14 +58,21 @@ def _cases() -> list[dict[str, Any]]:
 
 
 # --- applicability: the real code the engine and the retrievers use -------------------------------
-def applies(unit: UnitSpec, case: Mapping[str, Any]) -> bool | None:
-    if unit.cancer_type.value not in ("any", case.get("cancer_type")):
-        return False
-    return context_applies(unit.context, case_facts(case))
+def _applicability(retriever: BundleRetriever, case: Mapping[str, Any]) -> dict[str, Truth]:
+    """Each unit of the case's cancer (and of any cancer) with whether it applies, as the
+    engine's retriever decides it; units of other cancers are not offered at all."""
+    found = retriever.applicable(
+        cancer_type=str(case["cancer_type"]),
+        kinds=[kind.value for kind in UnitKind],
+        case=case,
+        everything=True,
+    )
+    return {e.unit_id: e.applies for e in found}
 
 
-def _matching(bundle: Bundle, case: Mapping[str, Any]) -> list[UnitSpec]:
-    return [u for u in bundle.units if applies(u, case) is True]
+def _matching(retriever: BundleRetriever, case: Mapping[str, Any]) -> list[UnitSpec]:
+    applies = _applicability(retriever, case)
+    return [u for u in retriever.bundle.units if applies.get(u.key) is True]
 
 
 def _therapy_text(unit: UnitSpec) -> str:
@@ -128,13 +124,13 @@ def test_seed_units_cite_defined_sources_and_are_distinct(bundle: Bundle) -> Non
     assert [t for t, n in titles.items() if n > 1] == []
 
 
-def test_seed_conditions_name_real_case_fields() -> None:
+def test_seed_conditions_name_real_case_fields(bundle: Bundle) -> None:
     # every condition names a field of the case format or a fact the calculators derive
     known = {field.path for field in FIELDS}
     derived = {name for calcs in CALCULATORS_BY_CANCER_TYPE.values() for name in calcs}
     derived |= set(derive_all({"cancer_type": "other"}))
     known |= {f"derived.{name}" for name in derived} | {"derived.line"}
-    for unit in bundle_from_documents(_documents()).units:
+    for unit in bundle.units:
         for cond in (*unit.context.all, *unit.context.any):
             assert cond.fact in known, f"{unit.key}: unknown fact {cond.fact!r}"
 
@@ -186,9 +182,9 @@ CASES = _cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["case_id"] for c in CASES])
-def test_seed_covers_public_case(bundle: Bundle, case: dict[str, Any]) -> None:
+def test_seed_covers_public_case(retriever: BundleRetriever, case: dict[str, Any]) -> None:
     expected = case["expected"]
-    matching = _matching(bundle, case)
+    matching = _matching(retriever, case)
     therapy = [u for u in matching if u.kind is UnitKind.THERAPY_STEP]
     safety = [u for u in matching if u.kind in SAFETY_KINDS]
     surveillance = [u for u in matching if u.kind is UnitKind.SURVEILLANCE_INTERVAL]
@@ -214,10 +210,18 @@ def test_seed_covers_public_case(bundle: Bundle, case: dict[str, Any]) -> None:
         assert hits, f"no matching surveillance unit mentions any of {terms}"
 
 
-def test_applicability_treats_null_facts_as_unknown(bundle: Bundle) -> None:
+def test_applicability_treats_null_facts_as_unknown(retriever: BundleRetriever) -> None:
     case = json.loads((PUBLIC_CASES / "pub-hcc-01.json").read_text(encoding="utf-8"))
     case["organ_function"]["clinically_significant_portal_hypertension"] = None
-    resection = next(u for u in bundle.units if u.key == "hcc.tx.resection")
-    assert applies(resection, case) is None
+    assert _applicability(retriever, case)["hcc.tx.resection"] is None
     case["organ_function"]["clinically_significant_portal_hypertension"] = True
-    assert applies(resection, case) is False
+    assert _applicability(retriever, case)["hcc.tx.resection"] is False
+
+
+def test_units_of_another_cancer_never_apply(retriever: BundleRetriever) -> None:
+    # a lung case is offered lung units and the units for any cancer, never an HCC unit
+    case = json.loads((PUBLIC_CASES / "pub-lung-01.json").read_text(encoding="utf-8"))
+    offered = _applicability(retriever, case)
+    assert offered
+    assert not any(key.startswith("hcc.") for key in offered)
+    assert any(key.startswith("common.") for key in offered)

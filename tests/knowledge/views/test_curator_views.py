@@ -26,16 +26,11 @@ from knowledge.services import (
     versions_embed,
 )
 from mdtboard.audit.models import AuditEvent
-from tests.conftest import HISTORY_RESTORE, HTMX, make_user
-from tests.knowledge.kb_factory import SAFETY, SOURCE, spec, unit
+from tests.fixtures.htmx import HISTORY_RESTORE, HTMX
+from tests.knowledge.kb_factory import SAFETY, SOURCE, merge_bomb, spec, unit
 from tests.paths import PUBLIC_CASES
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def second_curator(db: None) -> Any:
-    return make_user("curator", "curator2@hospital.test", [])
 
 
 @pytest.fixture
@@ -718,7 +713,6 @@ def test_bundle_upload_of_a_yaml_merge_bomb_is_refused_and_imports_nothing(
     client: Any, curator: Any
 ) -> None:
     # given a curator's upload of a valid source and unit followed by a YAML merge-key bomb
-    from tests.knowledge.unit.test_bundle_input import merge_bomb
 
     client.force_login(curator)
     document = {"format": "mdtboard.kb/1", "sources": [SOURCE], "units": [unit("hcc.one")]}

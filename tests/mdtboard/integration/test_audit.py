@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -31,7 +30,8 @@ from mdtboard.audit.services import (
     audit_verify,
 )
 from mdtboard.core.dbroles import database_owner
-from tests.conftest import PASSWORD
+from tests.fixtures.personas import PASSWORD
+from tests.fixtures.waiting import wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -68,6 +68,7 @@ def test_audit_database_refuses_changes(clinician: Any, operation: str) -> None:
     assert event.action == "test.keep"
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("operation", ["update", "delete"])
 def test_audit_trigger_refuses_changes_even_to_the_owner(clinician: Any, operation: str) -> None:
@@ -103,6 +104,7 @@ def _tamper(event_id: int, **changes: Any) -> None:
         AuditEvent.objects.filter(pk=event_id).update(**changes)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_audit_verify_reports_first_tampered_event(clinician: Any) -> None:
     # given a chain of five events
@@ -118,6 +120,7 @@ def test_audit_verify_reports_first_tampered_event(clinician: Any) -> None:
         call_command("audit_verify")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_audit_verify_reports_a_rewritten_hash_chain_link(clinician: Any) -> None:
     # given events whose second one gets a consistent-looking but forged action
@@ -224,6 +227,7 @@ def test_new_events_are_signed_with_the_key_from_the_settings(
     assert "fields" in report.reason
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_rewritten_chain_recomputed_without_the_key_is_found(
     clinician: Any, anchor_file: Any
@@ -239,6 +243,7 @@ def test_a_rewritten_chain_recomputed_without_the_key_is_found(
     assert report.reason == SCHEME_DOWNGRADE
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_chain_recomputed_even_with_the_key_is_found_by_the_anchor(
     clinician: Any, anchor_file: Any, django_capture_on_commit_callbacks: Any
@@ -258,6 +263,7 @@ def test_a_chain_recomputed_even_with_the_key_is_found_by_the_anchor(
         call_command("audit_verify")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_deleting_the_newest_event_is_found_by_the_anchor(
     clinician: Any, anchor_file: Any, django_capture_on_commit_callbacks: Any
@@ -359,6 +365,7 @@ def test_every_refused_sign_in_is_audited_throttled_ones_too(
     assert "guess" not in str(list(AuditEvent.objects.values_list("payload", flat=True)))
 
 
+@pytest.mark.slow
 def test_a_flood_of_throttled_sign_ins_is_recorded_a_bounded_number_of_times(
     client: Any, clinician: Any, settings: Any
 ) -> None:
@@ -387,10 +394,13 @@ def test_a_flood_of_throttled_sign_ins_is_recorded_a_bounded_number_of_times(
     recorded = refusals()
     assert [a for a, _ in recorded].count("auth.login_throttled") == 5
     assert [a for a, _ in recorded].count("access.denied") <= 5
+
     # and once the window has passed, the next refusal recorded counts those left out
-    while not any("not_recorded_before" in p for _, p in refusals()):
+    def window_passed() -> bool:
         attempt(0)
-        time.sleep(0.1)
+        return any("not_recorded_before" in p for _, p in refusals())
+
+    wait_until(window_passed, timeout=30, interval=0.1, what="the next refusal to be recorded")
     cache.clear()
     recorded = refusals()
     left_out = sum(p.get("not_recorded_before", 0) for _, p in recorded)

@@ -18,12 +18,12 @@ from knowledge.models import KnowledgeUnit
 from mdtboard.audit.anchor import anchor_read
 from mdtboard.audit.models import AuditEvent
 from mdtboard.audit.services import audit_record, audit_verify
-from tests.conftest import _test_database_name
+from tests.fixtures.isolation import database_name
 from tests.paths import REPO
 from tests.stack import child_env
 
 # pg_restore replaces every table: it cannot run inside a test's transaction.
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_backup_restore_round_trip_brings_the_data_back_and_the_chain_verifies(
     # then the manifest describes the dump and the data in it
     assert manifest["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert manifest["size"] == path.stat().st_size
-    assert manifest["database"] == _test_database_name()
+    assert manifest["database"] == database_name()
     assert manifest["server_version"].startswith("18")
     assert manifest["row_counts"] == {
         "dossiers": 1,
@@ -167,7 +167,7 @@ def test_restore_after_typing_the_database_name(
     audit_record(action="test.after_backup", actor=clinician)
     # when someone at a terminal confirms with the database's name
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
-    monkeypatch.setattr("builtins.input", lambda prompt: _test_database_name())
+    monkeypatch.setattr("builtins.input", lambda prompt: database_name())
     restore(path)
     # then the backup is restored
     assert not AuditEvent.objects.filter(action="test.after_backup").exists()
@@ -180,7 +180,7 @@ def test_restore_errors_are_one_line_without_traceback(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "manage.py", "restore", str(missing), "--yes"],
         cwd=REPO,
-        env=child_env(_test_database_name()),
+        env=child_env(database_name()),
         capture_output=True,
         text=True,
         check=False,

@@ -78,6 +78,7 @@ def test_unit_versions_change_only_in_their_review_state() -> None:
         cursor.execute("UPDATE knowledge_unitversion SET status = status, retired_at = NULL")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_owner_keeps_the_schema_and_the_app_gets_new_tables_after_migrate() -> None:
     # given a table the owner creates, as a later migration would

@@ -18,7 +18,7 @@ from mdtboard import embedded
 from mdtboard.core.management.commands import runstack
 from tests.stack import REPO
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -13,7 +13,7 @@ from websockets.sync.client import connect
 from consult.broadcasts import user_notify
 from tests.stack import in_thread
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 IDLE_S = 20
 

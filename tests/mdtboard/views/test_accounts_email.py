@@ -14,7 +14,7 @@ from django.urls import reverse
 from mdtboard.accounts.models import User
 from mdtboard.accounts.services import EMAIL_TAKEN
 from mdtboard.audit.models import AuditEvent
-from tests.conftest import PASSWORD
+from tests.fixtures.personas import PASSWORD
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,8 @@ from django.urls import reverse
 
 from mdtboard.accounts.middleware import MFA_REQUIRED_MESSAGE
 from mdtboard.accounts.selectors import mfa_required_roles
-from tests.conftest import HISTORY_RESTORE, PASSWORD, TOTP_SECRET, make_user, totp_code
+from tests.fixtures.htmx import HISTORY_RESTORE
+from tests.fixtures.personas import PASSWORD, TOTP_SECRET, make_user, totp_code
 
 pytestmark = pytest.mark.django_db
 

@@ -111,6 +111,8 @@ class World:
     study_id: int
     assignment_id: int
     report_id: int
+    entry_id: int
+    prompt_version_id: int
 
 
 class _NoModel:
@@ -133,8 +135,8 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
     from knowledge.services import bundle_import
     from knowledge.tasks import versions_embed_task
     from mdtboard.accounts.services import team_get_or_create
-    from tests.conftest import make_user
-    from tests.consult.integration.test_consultations import submitted
+    from tests.fixtures.consultations import submitted
+    from tests.fixtures.personas import make_user
     from tests.knowledge.kb_factory import SOURCE, bundle, unit
 
     try:
@@ -165,6 +167,7 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
             comparator, study = _rating_objects(users, dossier, consultation)
             assignment = study.assignments.get()
             report = _rendered_report(consultation, users["team-clinician"])
+            entry, prompt_version = _memory_objects(consultation)
         yield World(
             users=users,
             dossier=dossier,
@@ -177,6 +180,8 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
             study_id=study.pk,
             assignment_id=assignment.pk,
             report_id=report.pk,
+            entry_id=entry.pk,
+            prompt_version_id=prompt_version.pk,
         )
     finally:
         with django_db_blocker.unblock():
@@ -201,6 +206,25 @@ def _rating_objects(users: dict[str, Any], dossier: Any, consultation: Any) -> t
         ),
     )
     return comparator, study
+
+
+def _memory_objects(consultation: Any) -> tuple[Any, Any]:
+    """A CorrectKB entry learnt from the consultation, and a proposed prompt refinement."""
+    from knowledge.memory.models import ExperienceEntry, PromptVersion
+
+    entry = ExperienceEntry.objects.create(
+        kind="correct",
+        source="review_accept",
+        source_ref="review:permissions",
+        consultation_ref=consultation.pk,
+        cancer_type="hcc",
+        case_summary="hcc; BCLC C",
+        plan="Pathway: atezolizumab with bevacizumab.",
+    )
+    version = PromptVersion.objects.create(
+        prompt="treatment", number=1, addendum="- a lesson", content_hash="0" * 64, rationale="r"
+    )
+    return entry, version
 
 
 def _rendered_report(consultation: Any, user: Any) -> Any:
@@ -255,6 +279,13 @@ ARGUMENTS: dict[str, Callable[[World], dict[str, Any]]] = {
     "knowledge:version-hotfix": lambda w: {"key": w.unit_key, "number": w.unit_number},
     "knowledge:version-retire": lambda w: {"key": w.unit_key, "number": w.unit_number},
     "knowledge:source-edit": lambda w: {"key": w.source_key},
+    "memory:entry": lambda w: {"pk": w.entry_id},
+    "memory:entry-retire": lambda w: {"pk": w.entry_id},
+    "memory:version-decide": lambda w: {
+        "kind": "prompt",
+        "pk": w.prompt_version_id,
+        "action": "approve",
+    },
     "rating:packet": lambda w: {"pk": w.assignment_id},
     "rating:comparator-detail": lambda w: {"pk": w.comparator_id},
     "rating:comparator-edit": lambda w: {"pk": w.dossier.pk},

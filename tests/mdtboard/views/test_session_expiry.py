@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from mdtboard.accounts import sessions
 from mdtboard.audit.models import AuditEvent
-from tests.conftest import HISTORY_RESTORE
+from tests.fixtures.htmx import HISTORY_RESTORE
 
 pytestmark = pytest.mark.django_db
 

@@ -13,13 +13,13 @@ from django.urls import reverse
 from consult.models import AgentMessage, ConsultationEvent
 from consult.rating.blinding import blind_plan
 from consult.rating.models import Assignment
-from tests.conftest import make_user
 from tests.consult.rating.support import (
     finished_consultation,
     study_over,
     system_plan,
     with_comparator,
 )
+from tests.fixtures.personas import make_user
 
 # The board's own names for its members: present in agent traces, never in a packet.
 ROLE_NAMES = (
@@ -73,6 +73,7 @@ def _packet_html(client: Client, study: Any, rater: Any) -> str:
     return response.content.decode()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_real_consultation_packet_names_no_engine_model_role_or_unit(
     finished: Any, clinician: Any, rater: Any, admin_user: Any

@@ -11,7 +11,6 @@ from django.test import Client
 from django.urls import reverse
 
 from consult.rating.models import ComparatorPlan
-from consult.rating.services import comparator_from_mdt_decision
 from mdtboard.audit.models import AuditEvent
 from tests.consult.rating.support import COMPARATOR, finished_consultation
 
@@ -139,14 +138,3 @@ def test_another_teams_clinician_finds_no_such_dossier(outsider: Any, dossier: A
         f"dossier-{dossier.pk}"
         not in client.get(reverse("rating:comparator-list")).content.decode()
     )
-
-
-def test_the_mdt_decision_of_a_review_can_become_the_comparator(
-    clinician: Any, dossier: Any
-) -> None:
-    # the adapter consult/review will call with the MDT's recorded decision
-    comparator = comparator_from_mdt_decision(
-        actor=clinician, dossier=dossier, plan=COMPARATOR, source_ref="review.planversion:7"
-    )
-    assert comparator.source == "mdt_decision"
-    assert comparator.source_ref == "review.planversion:7"

@@ -11,13 +11,13 @@ from django.urls import reverse
 
 from consult.rating.models import Assignment, Rating, Score
 from mdtboard.audit.models import AuditEvent
-from tests.conftest import make_user
 from tests.consult.rating.support import (
     answers,
     finished_consultation,
     study_over,
     with_comparator,
 )
+from tests.fixtures.personas import make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -17,13 +17,13 @@ from consult.rating.models import Assignment, LLMRating, Packet, Study
 from consult.rating.services import assignment_open, rating_submit, study_allocation_reproduces
 from consult.rating.statistics import icc_2_1
 from mdtboard.audit.models import AuditEvent
-from tests.conftest import make_user
 from tests.consult.rating.support import (
     answers,
     finished_consultation,
     study_over,
     with_comparator,
 )
+from tests.fixtures.personas import make_user
 from tests.llm_stub import StubReply
 
 pytestmark = pytest.mark.django_db
@@ -290,6 +290,7 @@ def _llm_reply(request: Any) -> StubReply:
     return StubReply(content=json.dumps(reply.model_dump()))
 
 
+@pytest.mark.slow
 def test_the_llm_rater_is_a_separate_arm_physicians_never_see(
     llm_env: Any, admin_user: Any, consultations: list[Any], raters: list[Any]
 ) -> None:

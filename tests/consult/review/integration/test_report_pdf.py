@@ -20,8 +20,10 @@ from consult.review.models import PlanReport
 from consult.review.pdf import LocalOnlyFetcher, pdf_render
 from consult.review.presenters import GATE_STATUS, gate_title, humanise_key
 from consult.review.report import DISCLAIMER, report_html
-from tests.conftest import SCREENSHOT_DIR
 from tests.consult.review.planned import planned
+from tests.fixtures.browser import SCREENSHOT_DIR
+
+pytestmark = pytest.mark.slow
 
 HOSTILE_IMG = "<img src=http://198.51.100.23/pixel.png>"
 HOSTILE_SCRIPT = "<script>alert('x')</script>"

@@ -162,3 +162,66 @@ def test_pressing_make_pdf_twice_queues_one_report(
     for response in (first, second):
         assert response.content.decode().count(f'id="report-{report.pk}"') == 1
         assert "Queued: 0 %" in response.content.decode()
+
+
+def _record_meeting(consultation: Any, clinician: Any) -> None:
+    from datetime import date
+
+    from consult.review.services import Attendee, meeting_record
+
+    meeting_record(
+        actor=clinician,
+        consultation=consultation,
+        held_on=date(2026, 11, 20),
+        attendees=[Attendee("Dr A", "Hepatology")],
+        final_decision="Resection as proposed",
+        dissent="",
+        responsible_id=clinician.pk,
+    )
+
+
+def test_the_mdt_decision_becomes_the_comparator_from_the_review_page(
+    client: Any, clinician: Any, team: Any, rater: Any, outsider: Any
+) -> None:
+    from consult.rating.models import ComparatorPlan
+
+    # given a decision and a meeting record
+    consultation = planned(clinician, team)
+    client.force_login(clinician)
+    _decide(client, consultation)
+    plan_url = reverse("consult:plan-detail", args=[consultation.pk])
+    page = client.get(plan_url).content.decode()
+    assert "Use the MDT decision as the comparator plan" not in page
+    _record_meeting(consultation, clinician)
+    page = client.get(plan_url).content.decode()
+    assert "Use the MDT decision as the comparator plan" in page
+    assert "a rater would see the same plan twice" in page
+    # a rater or another team's clinician cannot do it
+    url = reverse("review:comparator", args=[consultation.pk])
+    for user, status in ((rater, 403), (outsider, 404)):
+        client.force_login(user)
+        assert client.post(url).status_code == status
+    assert not ComparatorPlan.objects.exists()
+    # when the team's clinician presses the button, twice
+    client.force_login(clinician)
+    response = client.post(url)
+    assert response.status_code == 302
+    page = client.get(response["Location"]).content.decode()
+    comparator = ComparatorPlan.objects.get()
+    assert "is now comparator plan version 1" in page
+    assert reverse("rating:comparator-detail", args=[comparator.pk]) in page
+    again = client.get(client.post(url)["Location"]).content.decode()
+    assert "already the comparator plan (version 1)" in again
+    assert ComparatorPlan.objects.count() == 1
+
+
+def test_a_rejected_plan_points_to_the_comparator_page(
+    client: Any, clinician: Any, team: Any
+) -> None:
+    consultation = planned(clinician, team)
+    client.force_login(clinician)
+    _decide(client, consultation, decision="reject", reason="Wrong stage")
+    _record_meeting(consultation, clinician)
+    page = client.get(reverse("consult:plan-detail", args=[consultation.pk])).content.decode()
+    assert "Use the MDT decision as the comparator plan" not in page
+    assert reverse("rating:comparator-edit", args=[consultation.dossier_id]) in page

@@ -1,0 +1,106 @@
+"""The plan page as an oncologist reads it: the recommendation first, in clinical words, every
+gate with its result, each missing fact once, only the staging of the case's cancer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from consult.engine.guideline import relevant_staging
+from consult.engine.vocab import STAGING_LABELS
+from tests.consult.review.planned import planned
+from tests.page_text import internal_names, page_text
+from tests.paths import PUBLIC_CASES
+
+pytestmark = pytest.mark.django_db
+
+
+def _plan_page(client: Any, clinician: Any, team: Any, case: str) -> tuple[Any, str]:
+    consultation = planned(clinician, team, case)
+    client.force_login(clinician)
+    response = client.get(reverse("consult:plan-detail", args=[consultation.pk]))
+    assert response.status_code == 200
+    html = response.content.decode()
+    main = html[html.index("<main") : html.index("</main>")]
+    return consultation, page_text(main)
+
+
+@pytest.mark.parametrize(
+    "case", ["pub-hcc-03.json", "pub-breast-01.json", "pub-lung-01.json", "pub-lymph-01.json"]
+)
+def test_the_plan_page_shows_no_internal_names(
+    client: Any, clinician: Any, team: Any, case: str
+) -> None:
+    # given the guideline engine's plan of a public case
+    _, text = _plan_page(client, clinician, team, case)
+    # then nothing on the page is a unit id, a case-file path or an engine key
+    assert internal_names(text) == []
+
+
+def test_the_recommendation_comes_first_and_each_item_says_why_it_applies(
+    client: Any, clinician: Any, team: Any
+) -> None:
+    _, text = _plan_page(client, clinician, team, "pub-hcc-03.json")
+    # the question and its answer (which names the pathway), then the pathway, alternatives
+    # with when, and what was ruled out, in that order
+    answer = text.index("Answer")
+    text = text[text.index("Confidence:", answer) :]  # the end of the question's card
+    order = [text.index(h) for h in ("Recommended pathway", "Alternatives", "Ruled out")]
+    assert order == sorted(order)
+    pathway = text[text.index("Recommended pathway") : text.index("Alternatives")]
+    assert "Applies because" in pathway
+    assert "BCLC stage: C ✓" in pathway
+    alternatives = text[text.index("Alternatives") : text.index("Ruled out")]
+    assert "When:" in alternatives
+    ruled_out = text[text.index("Ruled out") : text.index("Safety gates")]
+    assert "Chemoembolisation (TACE): not indicated now" in ruled_out
+
+
+def test_every_gate_shows_its_result_in_words(client: Any, clinician: Any, team: Any) -> None:
+    # given pub-hcc-03 (large untreated varices), whose plan fails, passes and cannot check
+    # some gates
+    _, text = _plan_page(client, clinician, team, "pub-hcc-03.json")
+    gates = text[text.index("Safety gates") : text.index("Monitoring")]
+    # then all three results are shown, failed first, each with what it did to the plan
+    failed, unknown, passed = (gates.find(w) for w in ("✗ Failed", "? Not checked", "✓ Passed"))
+    assert 0 <= failed < unknown < passed
+    assert "Result: Waits for this; a safer option goes first." in gates
+    assert "Result: Checked: does not apply to this patient." in gates
+    assert "Result: Cannot be checked until the data below is recorded." in gates
+    # and a field to fill in reads as its label, as the dossier names it
+    assert "To check it, fill in: QTc (ms)" in gates
+    assert "Qtc (ms)" not in gates
+
+
+def test_missing_data_lists_each_fact_once_linked_to_the_dossier(
+    client: Any, clinician: Any, team: Any
+) -> None:
+    consultation, text = _plan_page(client, clinician, team, "pub-hcc-03.json")
+    missing = text[text.index("Missing data") : text.index("Evidence cited")]
+    # two QTc rules wait for the QTc: the fact is asked for once, naming both
+    assert missing.count("QTc (ms)") == 1
+    assert "borderline QTc" in missing
+    assert "QTc above 500 ms" in missing
+    html = client.get(reverse("consult:plan-detail", args=[consultation.pk])).content.decode()
+    edit = reverse("consult:dossier-edit", args=[consultation.dossier_id, "organ_function"])
+    assert f'href="{edit}#id_organ_function__qtc_ms"' in html
+
+
+@pytest.mark.parametrize(
+    "case", ["pub-hcc-03.json", "pub-breast-01.json", "pub-lung-01.json", "pub-lymph-01.json"]
+)
+def test_only_the_staging_of_the_cases_cancer_is_shown(
+    client: Any, clinician: Any, team: Any, case: str
+) -> None:
+
+    _, text = _plan_page(client, clinician, team, case)
+    start = text.index("Question")
+    question = text[start : text.index("Confidence:", start)]
+    own = relevant_staging(json.loads((PUBLIC_CASES / case).read_text()))
+    assert own, "the case's cancer has staging systems"
+    for key, label in STAGING_LABELS.items():
+        shown = f"{label}:" in question
+        assert shown == (key in own), f"{label} shown: {shown} for {case}"
