@@ -14,6 +14,23 @@ from consult.casefile.fields import FIELDS
 from consult.engine.guideline import PHASE_WORDS
 from consult.engine.vocab import STAGING_LABELS
 
+# The board's members by name ("radiation_oncology" -> "Radiation oncology").
+ROLE_LABELS = {
+    "diagnostic": "Diagnostic",
+    "treatment": "Treatment",
+    "safety": "Safety",
+    "monitoring": "Monitoring",
+    "coordinator": "Coordinator",
+    "hepatology": "Hepatology",
+    "interventional_radiology": "Interventional radiology",
+    "surgery": "Surgery",
+    "radiation_oncology": "Radiation oncology",
+    "pathology": "Pathology",
+    "cardio_oncology": "Cardio-oncology",
+    "fertility": "Fertility",
+    "pharmacy": "Pharmacy",
+}
+
 DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
     {
         # The staging systems, as the engine's plans name them.
@@ -126,7 +143,13 @@ def _enum_labels() -> Mapping[str, str]:
 
 def _word(match: re.Match[str]) -> str:
     key = match.group(0)
-    return STAGING_LABELS.get(key) or PHASE_WORDS.get(key) or _enum_labels().get(key) or key
+    return (
+        STAGING_LABELS.get(key)
+        or PHASE_WORDS.get(key)
+        or ROLE_LABELS.get(key)
+        or _enum_labels().get(key)
+        or key
+    )
 
 
 def value_words(value: Any) -> Any:
@@ -147,4 +170,5 @@ def clinical_text(text: Any) -> str:
     out = _UNIT_BARE.sub("", out)
     out = _SNAKE.sub(_word, out)
     out = re.sub(r"(?<!\.)\.\.(?!\.)", ".", out)  # "first. (unit)." leaves one full stop
-    return re.sub(r"[ \t]{2,}", " ", out).replace(" .", ".").strip()
+    out = re.sub(r"[ \t]{2,}", " ", out)
+    return re.sub(r" \.(?!\.)", ".", out).strip()

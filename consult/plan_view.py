@@ -50,6 +50,7 @@ class PlanView:
     monitoring: list[MonitoringPhase]
     needs: list[dict[str, str]]
     abstain: bool
+    confirm_first: list[str] = field(default_factory=list)
 
     @property
     def failed_gates(self) -> list[dict[str, Any]]:
@@ -126,4 +127,5 @@ def plan_view(doc: dict[str, Any], staging_keys: Sequence[str] | None = None) ->
         monitoring=[p for p in by_phase.values() if p.items],
         needs=needs,
         abstain=bool(doc.get("abstain")),
+        confirm_first=list(recommendation.get("confirm_first") or []),
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from knowledge.bundle import Condition, Context
 from knowledge.calculators import derive_all
+from knowledge.calculators.clinicaltext import complete_from_text, likely_missing
 from knowledge.calculators.negation import affirms
 
 Truth = bool | None
@@ -18,7 +19,14 @@ Truth = bool | None
 
 def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
     """Every fact a condition may name: "section.key" from the case file, "derived.<name>"
-    from the calculators (among them "derived.line", the line of systemic therapy)."""
+    from the calculators (among them "derived.line", the line of systemic therapy).
+
+    A critical field left empty but stated in the free text (a transplant in the
+    comorbidities, "EF 35%" in the notes) is read from the text, so the rules fire as if it
+    were filled: "derived.from_text" lists those facts with their words, and
+    "derived.text_disagreements" the fields the text contradicts (the structured value kept);
+    "derived.likely_missing" the critical facts still empty that other facts make likely."""
+    case, from_text, disagreements = complete_from_text(case)
     facts: dict[str, Any] = {}
     for key, value in case.items():
         if isinstance(value, Mapping):
@@ -28,6 +36,9 @@ def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
             facts[key] = value
     for name, result in derive_all(case).items():
         facts[f"derived.{name}"] = result.value
+    facts["derived.from_text"] = from_text
+    facts["derived.text_disagreements"] = disagreements
+    facts["derived.likely_missing"] = likely_missing(case)
     return facts
 
 

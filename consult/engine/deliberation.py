@@ -624,6 +624,8 @@ class Deliberation:
                 "rejected": [r.model_dump() for r in outcome.rejected],
                 "conflicts": [c.model_dump() for c in outcome.conflicts],
                 "needs_data": outcome.needs_data,
+                "confirm_needs": outcome.confirm_needs,
+                "confirm_first": outcome.confirm_first,
                 "cited": outcome.cited,
             }
             events = [
@@ -708,11 +710,13 @@ class Deliberation:
         # The data that would change this plan: staging, the options' own conditions, and the
         # gates of the items in the plan (not the rules about drugs nobody proposed).
         deciders = ("diagnostic", "treatment")
-        needs = sorted(
+        # What a critical rule about the pathway needs before it starts comes first.
+        first = list(gate.get("confirm_needs") or ())
+        needs = first + sorted(
             n
             for n in set(gate["needs_data"])
             | {n for role in deciders for n in self.state.reports.get(role, _EMPTY).needs_data}
-            if relevant_need(n, self.state.facts)
+            if relevant_need(n, self.state.facts) and n not in first
         )
         # The gate may have changed the pathway: the intent and the answer follow the final plan.
         intent = final_intent(plan_components, memory) or draft.intent
@@ -724,16 +728,18 @@ class Deliberation:
             rejected=_unique_rejected(rejected),
             intent=intent,
             waits={c.description: c.waits_for for c in plan_components if c.waits_for},
+            confirm=list(gate.get("confirm_first") or ()),
         )
         return Plan(
             case_id=str(self.state.case.get("case_id") or ""),
             engine=self.provider.name,
-            staging={k: self.state.staging.get(k) for k in STAGING_KEYS},
+            staging=_own_staging(self.state.case, self.state.staging),
             recommendation=Recommendation(
                 summary=summary,
                 intent=intent,
                 components=plan_components,
                 question=str(self.state.case.get("question") or ""),
+                confirm_first=list(gate.get("confirm_first") or ()),
             ),
             rejected_options=_unique_rejected(rejected),
             safety=SafetyBlock.model_validate({"gates": gate["gates"], "flags": gate["flags"]}),
@@ -839,6 +845,21 @@ def final_intent(
                 return intent  # type: ignore[no-any-return]
         return None
     return None
+
+
+# Prognostic indices that belong to one lymphoma entity (IPI and CNS-IPI: aggressive B-cell
+# lymphoma; FLIPI: follicular lymphoma).
+_ENTITY_INDICES = ("ipi", "cns_ipi", "flipi")
+
+
+def _own_staging(case: Mapping[str, Any], staging: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan's staging block: a lymphoma prognostic index only for the entity it was built
+    for (no IPI for follicular lymphoma, no FLIPI for DLBCL), the rest as calculated."""
+    relevant = guideline.relevant_staging(case)
+    return {
+        k: None if k in _ENTITY_INDICES and k not in relevant else staging.get(k)
+        for k in STAGING_KEYS
+    }
 
 
 def _unique_rejected(rejected: Sequence[RejectedOption]) -> list[RejectedOption]:

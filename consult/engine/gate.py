@@ -63,7 +63,12 @@ from consult.engine.schemas import (
 )
 
 # Facts that only concern a patient who can be pregnant or breastfeed.
-REPRODUCTIVE_FACTS = ("patient.pregnant", "patient.breastfeeding", "patient.lactating")
+REPRODUCTIVE_FACTS = (
+    "patient.pregnant",
+    "patient.breastfeeding",
+    "patient.lactating",
+    "patient.gestational_age_weeks",
+)
 # Above this age (and after the menopause, or for a man) the pregnancy and breastfeeding rules
 # are not reported; a recorded pregnancy is always checked. The knowledge base uses the same
 # age in its own pregnancy rules.
@@ -81,6 +86,11 @@ class GateOutcome:
     cited: list[str] = field(default_factory=list)
     # Plan items waiting for a precondition (demoted) or for the contraindication to pass (held).
     blocked: dict[str, str] = field(default_factory=dict)
+    # The facts a critical rule about a pathway item needs before it starts, first of the
+    # data requests ("organ_function.lvef_pct (for common.gate.anthracycline-lvef)").
+    confirm_needs: list[str] = field(default_factory=list)
+    # What to confirm before the pathway starts ("Confirm before starting doxorubicin: LVEF").
+    confirm_first: list[str] = field(default_factory=list)
 
     @property
     def option(self) -> PlanComponent | None:
@@ -176,6 +186,33 @@ def relevant(unit: Evidence, facts: Mapping[str, Any]) -> bool:
     return not (reproductive and cannot_be_pregnant(facts))
 
 
+# Facts that describe a state of the patient (breastfeeding, frailty): a rule about that state
+# is not shown as "passed" to a patient who is known not to be in it.
+STATE_FACTS = (
+    "patient.breastfeeding",
+    "patient.lactating",
+    "patient.frailty",
+    "derived.frailty",
+)
+
+
+def concerns_patient(unit: Evidence, facts: Mapping[str, Any]) -> bool:
+    """Whether a rule that does not apply is still worth showing as passed: not when it is
+    about a state (breastfeeding, frailty) the patient is known not to be in."""
+    for condition in _conditions(unit):
+        fact = condition.get("fact")
+        if fact not in STATE_FACTS:
+            continue
+        value = facts.get(fact)
+        if value is None:
+            continue
+        if fact in ("patient.breastfeeding", "patient.lactating") and value is False:
+            return False
+        if fact.endswith("frailty") and value == "fit":
+            return False
+    return True
+
+
 def _readable(names: list[str]) -> list[str]:
     """The drugs a rule was checked for, by name: the class names it also lists ("anti-PD-1")
     only when no drug of the plan is named."""
@@ -210,6 +247,11 @@ def safety_gate(
     # What the rules that fired exclude for this patient: no plan item may name it.
     excluded_names: list[str] = []
     excluded_modalities: list[str] = []
+    # Critical rules that cannot be checked: what each item must confirm before it starts, and
+    # the facts needed (with their rule).
+    confirm: dict[str, dict[tuple[str, str], list[str]]] = {}
+    confirm_needs: dict[str, list[str]] = {}
+    likely = facts.get("derived.likely_missing") or {}
     for unit in sorted(safety_units, key=lambda u: u.unit_id):
         if not relevant(unit, facts):
             continue
@@ -276,8 +318,32 @@ def safety_gate(
                 )
             )
             outcome.needs_data.extend(f"{fact} (for {unit.unit_id})" for fact in unit.missing)
+            if severity == "critical" and effect in ("remove", "condition") and hits:
+                # A critical rule left unchecked is not a pass: the item is conditional on
+                # the missing fact, or waits behind the next safe option when other facts make
+                # the contraindication likely (ESC 2022 cardio-oncology: LVEF before
+                # anthracyclines and HER2 therapy; SmPCs: pregnancy status before teratogens,
+                # transplant and autoimmune history before checkpoint inhibitors).
+                needed = " and ".join(needs) or "the missing data"
+                reasons = [str(likely[f]) for f in unit.missing if likely.get(f)]
+                for index in hits:
+                    description = items[index].description
+                    if reasons:
+                        demoted.setdefault(description, f"{needed} is known ({'; '.join(reasons)})")
+                        conditions.setdefault(description, []).append(
+                            f"Confirm {needed} first: {'; '.join(reasons)}"
+                        )
+                    else:
+                        drugs = ", ".join(_readable(sorted(set(hits[index]))))
+                        rules = confirm.setdefault(description, {}).setdefault((needed, drugs), [])
+                        rules.append(f"{unit.title} ({unit.unit_id})")
+                        confirm_needs.setdefault(description, []).extend(
+                            f"{fact} (for {unit.unit_id})" for fact in unit.missing
+                        )
             continue
         if unit.applies is False:
+            if not concerns_patient(unit, facts):
+                continue  # a breastfeeding check for a patient who is not, frail surgery if fit
             outcome.gates.append(
                 GateResult(
                     gate=gate,
@@ -437,7 +503,7 @@ def safety_gate(
         outcome=outcome,
         removed=removed,
         held=held,
-        keyed=(demoted, conditions),
+        keyed=(demoted, conditions, confirm, confirm_needs),
     )
     arranged = arrange(items, removed=removed, demoted=demoted, held=held, declines=declines)
     outcome.rejected = [*arranged.rejected, *outcome.rejected]
@@ -454,8 +520,57 @@ def safety_gate(
                 demoted.get(component.description, ""),
             )
         )
+        if component.role == "primary":
+            outcome.confirm_needs += confirm_needs.get(component.description, [])
+            outcome.confirm_first += [
+                f"Confirm before starting {drugs}: {needed}, not recorded ({'; '.join(rules)})"
+                for (needed, drugs), rules in confirm.get(component.description, {}).items()
+            ]
+    outcome.confirm_needs = list(dict.fromkeys(outcome.confirm_needs))
+    outcome.confirm_first = list(dict.fromkeys(outcome.confirm_first))
+    # A rule checked and clear is shown for the items of the plan, not for items the plan no
+    # longer holds (withdrawn by the board or removed by another rule).
+    planned = {c.description for c in outcome.components}
+    outcome.gates = [g for g in outcome.gates if g.effect != "clear" or set(g.applies_to) & planned]
     outcome.needs_data = sorted(set(outcome.needs_data))
+    outcome.flags.extend(text_flags(facts, labels))
     return outcome
+
+
+def text_flags(facts: Mapping[str, Any], labels: Mapping[str, str]) -> list[Flag]:
+    """The facts the rules read from the free text (a structured field left empty), shown
+    with their words so the clinician can check them, and the fields the text contradicts."""
+    flags: list[Flag] = []
+    absent: list[str] = []
+    for item in facts.get("derived.from_text") or ():
+        label, value, phrase = label_of(item["fact"], labels), item["value"], item["phrase"]
+        if value in ("none", False):
+            if item["fact"] != "organ_function.immunosuppression":
+                absent.append(f'{label} ("{phrase}")')
+            continue
+        shown = "yes" if value is True else str(value).replace("_", " ")
+        flags.append(
+            Flag(
+                severity="minor",
+                text=f'Read from the text, please check: {label}: {shown} ("{phrase}").',
+            )
+        )
+    if absent:
+        flags.append(
+            Flag(severity="minor", text="Read from the text as absent: " + "; ".join(absent) + ".")
+        )
+    for item in facts.get("derived.text_disagreements") or ():
+        label = label_of(item["fact"], labels)
+        structured = str(item["structured"]).replace("_", " ")
+        flags.append(
+            Flag(
+                severity="major",
+                text=f'The record disagrees: {label} is "{structured}" in the structured field '
+                f'but the text says "{item["phrase"]}"; the structured value was used; '
+                "reconcile before treatment.",
+            )
+        )
+    return flags
 
 
 def _value_text(fact: str, value: Any, labels: Mapping[str, str]) -> str:

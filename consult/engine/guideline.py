@@ -578,6 +578,7 @@ def plan_summary(
     rejected: Sequence[RejectedOption],
     intent: str,
     waits: Mapping[str, str] | None = None,
+    confirm: Sequence[str] = (),
 ) -> str:
     """The answer to the case's question first: the recommended pathway in order (an option
     that waits for a precondition, nothing safer being on offer, says so: ``waits``), then the
@@ -614,6 +615,8 @@ def plan_summary(
             )
             + "."
         )
+        if confirm:
+            text += " Conditional: " + "; ".join(confirm) + "."
         if alternatives:
             text += " Alternatives: " + "; ".join(
                 f"{c.rank}. {c.description} ({c.when})" for c in alternatives

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from consult.engine.schemas import ProposedComponent, RejectedOption
+from consult.engine.sequence import in_sequence
 
 MAX_ALTERNATIVES = 4
 # Care that goes with any pathway whatever a member called it. (Supportive care is not here:
@@ -171,4 +172,4 @@ def arrange(
         option.role, option.rank = "alternative", rank
         option.when = reason if reason else (option.when or DEFAULT_WHEN)
         alternatives.append(option)
-    return Arrangement(components=pathway + alternatives, rejected=rejected)
+    return Arrangement(components=in_sequence(pathway) + alternatives, rejected=rejected)

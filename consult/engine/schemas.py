@@ -222,6 +222,10 @@ class Recommendation(_Model):
     intent: Intent
     components: list[PlanComponent]
     question: str = ""
+    # Critical safety rules about the pathway that could not be checked for lack of data: the
+    # pathway is conditional on confirming them first ("Confirm before starting doxorubicin:
+    # LVEF, not recorded"). Kept out of the components, which name only what is given.
+    confirm_first: list[str] = Field(default_factory=list)
 
 
 GateEffect = Literal[

@@ -17,24 +17,8 @@ from consult.engine.vocab import (
     STAGING_LABELS,
     EventKind,
 )
-from consult.labels import fact_label
+from consult.labels import ROLE_LABELS, fact_label
 from consult.plan_view import PHASE_LABELS, PlanView, cancer_of, need_label, plan_view
-
-ROLE_LABELS = {
-    "diagnostic": "Diagnostic",
-    "treatment": "Treatment",
-    "safety": "Safety",
-    "monitoring": "Monitoring",
-    "coordinator": "Coordinator",
-    "hepatology": "Hepatology",
-    "interventional_radiology": "Interventional radiology",
-    "surgery": "Surgery",
-    "radiation_oncology": "Radiation oncology",
-    "pathology": "Pathology",
-    "cardio_oncology": "Cardio-oncology",
-    "fertility": "Fertility",
-    "pharmacy": "Pharmacy",
-}
 
 
 def dom_id(text: str) -> str:
@@ -106,10 +90,15 @@ class Panel:
 
     @property
     def monitoring(self) -> list[dict[str, Any]]:
+        """The member's follow-up proposals by phase, in time order (acute first)."""
         report = self.report or {}
+        order = {phase: n for n, phase in enumerate(PHASE_LABELS)}
+        items = sorted(
+            report.get("monitoring") or [], key=lambda m: order.get(m.get("phase", ""), 99)
+        )
         return [
             {**m, "phase_label": PHASE_LABELS.get(m.get("phase", ""), m.get("phase", ""))}
-            for m in report.get("monitoring") or []
+            for m in items
         ]
 
 

@@ -65,6 +65,8 @@ EFFECT_WORDS = {
     "clear": "Checked: does not apply to this patient.",
     "needs_data": "Cannot be checked until the data below is recorded.",
 }
+# Effects whose words the gate's detail usually says already.
+_SAID_BY_DETAIL = {"clear": "does not apply", "needs_data": "cannot be checked"}
 _NEED = re.compile(r"^(?P<fact>[a-z_]+\.[a-z0-9_]+)(?: \(for (?P<unit>[^)]+)\))?$")
 
 
@@ -126,6 +128,9 @@ class Item:
     rationale: list[str]
     evidence: list[EvidenceRef]
     adjunct: bool
+    # A pathway item that failed a gate and leads only because nothing safer is on offer:
+    # the precondition it waits for.
+    waits_for: str = ""
 
 
 @dataclass
@@ -217,6 +222,7 @@ def _item(c: Mapping[str, Any], evidence: Mapping[str, EvidenceRef]) -> Item:
         rationale=[clinical_text(r) for r in c.get("rationale") or []],
         evidence=cited,
         adjunct=bool(c.get("adjunct")),
+        waits_for=clinical_text(c.get("waits_for") or ""),
     )
 
 
@@ -279,6 +285,9 @@ def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]
         extra.append((humanise_key(key), clinical_text(shown)))
     name, detail = gate_title(raw)
     effect = str(raw.get("effect") or "")
+    words = EFFECT_WORDS.get(effect, clinical_text(effect))
+    if effect in _SAID_BY_DETAIL and _SAID_BY_DETAIL[effect] in detail.lower():
+        words = ""  # the engine's detail says it already; once is enough on a phone
     action = clinical_text(raw.get("action") or "")
     return Gate(
         name=name,
@@ -289,7 +298,7 @@ def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]
         applies_to=[str(a) for a in raw.get("applies_to") or []],
         needs=needs,
         extra=extra,
-        effect=EFFECT_WORDS.get(effect, clinical_text(effect)),
+        effect=words,
         # The action is often the detail itself; say it once.
         action=action if action and action not in detail else "",
     )

@@ -7,8 +7,7 @@ from typing import Any
 
 from django import template
 
-from consult.journal.board import ROLE_LABELS
-from consult.labels import clinical_text
+from consult.labels import ROLE_LABELS, clinical_text
 
 register = template.Library()
 

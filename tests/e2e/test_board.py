@@ -67,15 +67,22 @@ def test_clinician_watches_a_guideline_deliberation_and_opens_its_evidence(
     assert "Status: Completed" in page.locator("#board-status").inner_text()
     assert page.locator("#panel-hepatology").count() == 1  # a specialist chosen at triage
     assert page.locator("#gates .gate").count() > 0
-    page.screenshot(path=str(screenshot_dir / "board.png"), full_page=True)
+    # (the README's picture: the top of the finished board, its plan, members and first round)
+    page.screenshot(
+        path=str(screenshot_dir / "board.png"),
+        full_page=True,
+        clip={"x": 0, "y": 0, "width": 1280, "height": 4400},
+    )
     consultation = Consultation.objects.latest("pk")
     _dom_is_consistent(page, consultation)
     # and reloading shows the same board, rendered from the saved events
     page.reload()
     _dom_is_consistent(page, consultation)
     # and an evidence node opens the knowledge unit version it cites
+    # (the link names the guideline, not the knowledge-base id)
     link = page.locator("li.node--evidence a").first
-    unit_id = link.inner_text()
+    source = link.inner_text()
+    assert not re.search(r"\b[a-z]+\.[a-z]+\.[a-z0-9-]+\b", source)
     # (as a reader would, by opening the collapsed nodes above it)
     link.evaluate(
         "a => { for (let d = a.closest('details'); d; d = d.parentElement.closest('details'))"
@@ -86,7 +93,7 @@ def test_clinician_watches_a_guideline_deliberation_and_opens_its_evidence(
     page.wait_for_url("**/evidence/*/")
     page.wait_for_load_state()
     body = page.locator("body").inner_text()
-    assert unit_id in body
+    assert source in body
     assert "Grade" in body
     page.screenshot(path=str(screenshot_dir / "evidence-unit.png"), full_page=True)
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from consult.review.models import PlanVersion, SignOff
+from consult.rating.models import ComparatorPlan
+from consult.review.models import MdtMeeting, PlanVersion, SignOff
 from tests.fixtures.browser import login
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -107,3 +108,14 @@ def test_clinician_amends_records_the_meeting_signs_off_and_downloads_the_pdf(
     assert "durvalumab 1120 mg" in text
     width = reader.pages[0].mediabox.width
     assert round(float(width)) == 612  # US Letter, 8.5 in
+    # and the signed-off decision becomes the comparator of rating studies in one step
+    page.get_by_role("button", name="Use the MDT decision as the comparator plan").click()
+    page.wait_for_selector("text=is now comparator plan version 1")
+    comparator = ComparatorPlan.objects.get(dossier=finished.dossier)
+    assert comparator.source == "mdt_decision"
+    meeting = MdtMeeting.objects.get(consultation=finished)
+    assert comparator.payload["recommendation"]["summary"] == meeting.final_decision
+    decided = [c["description"] for c in version.payload["recommendation"]["components"]]
+    assert [c["description"] for c in comparator.payload["recommendation"]["components"]] == (
+        decided
+    )

@@ -74,6 +74,9 @@ TABLE: dict[str, Row] = {
     "review:meeting": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
     # Signing is the responsible clinician's act: an administrator may review, never sign.
     "review:sign-off": {"POST": (L, A, H, D, D, D)},
+    # The team's decision as the comparator of rating studies: as the rating app's own
+    # comparator pages, the team's clinicians and administrators.
+    "review:comparator": {"POST": (L, A, H, D, D, A)},
     "review:report-request": {"POST": (L, A, H, D, D, A)},
     "review:report-status": {"GET": (L, A, H, D, D, A)},
     "review:report-download": {"GET": (L, A, H, D, D, A)},

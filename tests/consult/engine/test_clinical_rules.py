@@ -22,6 +22,12 @@ def _by_role(plan: dict[str, Any], role: str) -> list[dict[str, Any]]:
     return [c for c in plan["recommendation"]["components"] if c["role"] == role]
 
 
+def _option(plan: dict[str, Any]) -> dict[str, Any]:
+    """The recommended treatment option: the first primary step that is not an adjunct (steps
+    that come before it, such as ovarian protection before chemotherapy, are adjuncts)."""
+    return next(c for c in _by_role(plan, "primary") if not c["adjunct"])
+
+
 def _text(value: Any) -> str:
     return json.dumps(value).casefold()
 
@@ -48,7 +54,7 @@ def test_from_week_14_anthracycline_chemotherapy_under_obstetric_monitoring(
     bundle: Bundle,
 ) -> None:
     plan = plan_offline(pregnant_tnbc(20), bundle)
-    option = _by_role(plan, "primary")[0]
+    option = _option(plan)
     assert "doxorubicin" in option["description"]
     assert any("week 34-35" in c for c in option["conditions"])
     # checkpoint inhibitor and radiotherapy wait until after delivery
@@ -88,7 +94,7 @@ def test_lvef_below_40_defers_her2_therapy_everywhere(bundle: Bundle) -> None:
     components = plan["recommendation"]["components"]
     assert "trastuzumab" not in _text(components)
     assert "pertuzumab" not in _text(components)
-    option = _by_role(plan, "primary")[0]
+    option = _option(plan)
     assert option["agents"] == ["paclitaxel"]
     assert "once the LVEF has recovered" in option["description"]
     assert any("LVEF <40%" in r["reason"] for r in plan["rejected_options"])

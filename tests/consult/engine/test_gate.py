@@ -4,6 +4,7 @@ action, a dose) in clinical words; critical hazards never left in a regimen."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -245,3 +246,81 @@ def test_an_ungrounded_component_is_not_kept_on_a_tie() -> None:
     assert consensus.support == {"Sorafenib": 0.5}
     assert consensus.components == []
     assert "citing no knowledge unit" in consensus.rejected[0].reason
+
+
+def test_a_critical_rule_that_cannot_be_checked_makes_the_pathway_conditional() -> None:
+    # given a pathway with pemetrexed and a critical pregnancy rule whose input is missing
+    outcome = safety_gate([PEMETREXED, _option("Docetaxel", "docetaxel")], [_pregnancy_rule()])
+    # then the rule is unknown (not a pass), the pathway says what to confirm before it starts,
+    # and the missing fact is the first data request
+    assert _statuses(outcome) == {"x.ci.pregnancy": ("unknown", "needs_data")}
+    first = outcome.components[0]
+    assert first.description == "Carboplatin-pemetrexed"
+    assert first.role == "primary"
+    assert outcome.confirm_first
+    assert "pemetrexed" in outcome.confirm_first[0]
+    assert outcome.confirm_needs == ["patient.pregnant (for x.ci.pregnancy)"]
+
+
+def test_an_unchecked_critical_rule_that_other_facts_make_likely_demotes_the_item() -> None:
+    # given the same rule when the record makes a pregnancy likely (obstetric care)
+    facts = {"derived.likely_missing": {"patient.pregnant": "obstetric care on record"}}
+    outcome = safety_gate(
+        [PEMETREXED, _option("Docetaxel", "docetaxel")], [_pregnancy_rule()], facts=facts
+    )
+    # then the next option leads and pemetrexed waits for the fact
+    assert outcome.option is not None
+    assert outcome.option.description == "Docetaxel"
+    assert "Carboplatin-pemetrexed" in outcome.blocked
+
+
+def test_a_minor_rule_that_cannot_be_checked_does_not_make_the_pathway_conditional() -> None:
+    minor = dataclasses.replace(
+        safety_rule(
+            "x.minor", agents=["pemetrexed"], severity="minor", effect="condition", advice="x"
+        ),
+        applies=None,
+        missing=("organ_function.qtc_ms",),
+    )
+    outcome = safety_gate([PEMETREXED], [minor])
+    assert outcome.confirm_first == []
+
+
+def _breastfeeding_rule() -> Evidence:
+    return evidence_unit(
+        "x.breastfeeding",
+        kind="organ_function_gate",
+        content={
+            "context": {"all": [{"fact": "patient.breastfeeding", "op": "is_true", "value": None}]},
+            "action": {
+                "type": "safety",
+                "gate": "breastfeeding",
+                "modalities": ["systemic"],
+                "severity": "major",
+                "effect": "condition",
+                "advice": "stop breastfeeding",
+            },
+        },
+        applies=False,
+    )
+
+
+def test_a_check_about_a_state_the_patient_is_known_not_to_be_in_is_not_shown() -> None:
+    rule = _breastfeeding_rule()
+    hidden = safety_gate([PEMETREXED], [rule], facts={"patient.breastfeeding": False})
+    assert hidden.gates == []
+    # unknown breastfeeding: the clear result still shows what was checked
+    shown = safety_gate([PEMETREXED], [rule], facts={"patient.breastfeeding": None})
+    assert _statuses(shown) == {"x.breastfeeding": ("pass", "clear")}
+
+
+def test_a_clear_check_about_an_item_the_plan_no_longer_holds_is_not_shown() -> None:
+    removal = safety_rule(
+        "x.remove", agents=["pemetrexed"], severity="critical", effect="remove", advice="no"
+    )
+    clear = safety_rule(
+        "x.clear", applies=False, agents=["carboplatin"], severity="major", effect="remove"
+    )
+    outcome = safety_gate([PEMETREXED, _option("Docetaxel", "docetaxel")], [removal, clear])
+    assert "x.clear" not in _statuses(outcome)
+    assert _statuses(outcome)["x.remove"][0] == "fail"

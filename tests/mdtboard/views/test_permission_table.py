@@ -267,6 +267,7 @@ ARGUMENTS: dict[str, Callable[[World], dict[str, Any]]] = {
     "review:amend": lambda w: {"pk": w.consultation.pk},
     "review:meeting": lambda w: {"pk": w.consultation.pk},
     "review:sign-off": lambda w: {"pk": w.consultation.pk},
+    "review:comparator": lambda w: {"pk": w.consultation.pk},
     "review:report-request": lambda w: {"pk": w.consultation.pk},
     "review:report-status": lambda w: {"pk": w.report_id},
     "review:report-download": lambda w: {"pk": w.report_id},

@@ -68,8 +68,10 @@ def test_every_gate_shows_its_result_in_words(client: Any, clinician: Any, team:
     failed, unknown, passed = (gates.find(w) for w in ("✗ Failed", "? Not checked", "✓ Passed"))
     assert 0 <= failed < unknown < passed
     assert "Result: Waits for this; a safer option goes first." in gates
-    assert "Result: Checked: does not apply to this patient." in gates
-    assert "Result: Cannot be checked until the data below is recorded." in gates
+    assert "does not apply to this patient" in gates
+    assert "cannot be checked for" in gates
+    # (said once: the gate's own words already say it)
+    assert "Result: Checked: does not apply to this patient." not in gates
     # and a field to fill in reads as its label, as the dossier names it
     assert "To check it, fill in: QTc (ms)" in gates
     assert "Qtc (ms)" not in gates
@@ -104,3 +106,21 @@ def test_only_the_staging_of_the_cases_cancer_is_shown(
     for key, label in STAGING_LABELS.items():
         shown = f"{label}:" in question
         assert shown == (key in own), f"{label} shown: {shown} for {case}"
+
+
+def test_a_pathway_item_that_waits_for_a_precondition_says_so(
+    client: Any, clinician: Any, team: Any
+) -> None:
+    # given a plan whose leading item failed a gate and leads only for want of a safer one
+    def waiting(plan: dict[str, Any]) -> None:
+        first = plan["recommendation"]["components"][0]
+        first["waits_for"] = "the large varices have been treated (hcc.ci.untreated-varices)"
+
+    consultation = planned(clinician, team, "pub-hcc-03.json", edit=waiting)
+    client.force_login(clinician)
+    html = client.get(reverse("consult:plan-detail", args=[consultation.pk])).content.decode()
+    text = page_text(html[html.index("<main") : html.index("</main>")])
+    text = text[text.index("Confidence:") :]  # after the question and its answer
+    pathway = text[text.index("Recommended pathway") : text.index("Alternatives")]
+    # then the page says what it waits for, in words, before anything else about the item
+    assert "Only once: the large varices have been treated (nothing safer is on offer)" in pathway
