@@ -83,6 +83,12 @@ DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
         "derived.h_pylori": "Helicobacter pylori",
         "derived.pregnancy_trimester": "Trimester of pregnancy",
         "derived.pregnancy_recorded": "Pregnancy on record",
+        "derived.progressed_on": "Progressed on",
+        "derived.intolerant_of": "Stopped for intolerance",
+        "derived.esr1_mutation": "ESR1 mutation",
+        "derived.pik3ca_mutation": "PIK3CA mutation",
+        "derived.pi3k_pathway_altered": "PIK3CA, AKT1 or PTEN alteration",
+        "derived.breast_surgery_done": "Breast operation done",
         "derived.allergy_classes": "Drug allergies (by class)",
         "derived.allergies_unmapped": "Allergies not matched to a drug class",
     }

@@ -177,6 +177,7 @@ def _edit_context(
         "fields": fields,
         "prior_rows": prior_rows_for_display(data) if has_prior_therapies(section) else None,
         "response_choices": get_field("diagnosis.prior_therapies[].best_response").choices,
+        "stop_reason_choices": get_field("diagnosis.prior_therapies[].stop_reason").choices,
         "general_errors": general,
         "has_errors": bool(errors or general),
         # The version of the dossier this form was filled in against (kept across a failed

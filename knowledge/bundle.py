@@ -343,6 +343,10 @@ class SafetyAction(_Strict):
     on without them ("R-CHOP without vincristine"). ``addressed_by``: phrases that, in an
     alternative's ``when``, say it waits until the contraindication no longer holds ("after
     delivery", "once LVEF recovers"): such an alternative stays, never as the pathway.
+    ``agents_from``: a derived fact listing the patient's prior regimens
+    (``derived.progressed_on``, ``derived.intolerant_of``) whose drugs are the rule's agents, less
+    those of ``rechallenge`` (drugs a guideline re-uses after progression, such as trastuzumab
+    beyond progression or rituximab in salvage regimens).
     ``check``: a flag that is a patient-level check, reported on every plan it concerns with its
     result (fail when the rule holds, pass when it does not, unknown when its inputs are
     missing), so a clinician sees it was made (the HCC liver-function gate); ``shows``: derived
@@ -363,6 +367,10 @@ class SafetyAction(_Strict):
     omit: bool = False
     addressed_by: tuple[Annotated[str, Field(min_length=3, max_length=80)], ...] = ()
     # Left out of the content when unset, so that adding them changed no existing unit's hash.
+    agents_from: Annotated[str, Field(pattern=r"^derived\.[a-z0-9_]+$", max_length=80)] | None = (
+        Field(default=None, exclude_if=lambda v: v is None)
+    )
+    rechallenge: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
     check: bool = Field(default=False, exclude_if=lambda v: v is False)
     shows: tuple[Annotated[str, Field(pattern=FACT_PATTERN, max_length=80)], ...] = Field(
         default=(), exclude_if=lambda v: not v
@@ -370,7 +378,14 @@ class SafetyAction(_Strict):
 
     @model_validator(mode="after")
     def _targets_something(self) -> SafetyAction:
-        if not self.agents and not self.modalities and self.effect != "flag":
+        if self.rechallenge and not self.agents_from:
+            raise ValueError("rechallenge is for rules that take their agents from a fact")
+        if (
+            not self.agents
+            and not self.modalities
+            and not self.agents_from
+            and self.effect != "flag"
+        ):
             raise ValueError(
                 "a safety rule that removes, conditions or adjusts must name agents or modalities"
             )

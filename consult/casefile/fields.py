@@ -1001,6 +1001,20 @@ PRIOR_THERAPY_FIELDS: tuple[Field, ...] = (
         maximum=600,
         help="Months from the end of this line to relapse or progression.",
     ),
+    Field(
+        "diagnosis.prior_therapies[].stop_reason",
+        "diagnosis",
+        "Why it ended",
+        FieldType.ENUM,
+        choices=(
+            ("progression", "progression on treatment"),
+            ("intolerance", "stopped for intolerance or toxicity"),
+            ("completed", "completed as planned"),
+            ("other", "other reason"),
+        ),
+        help="A drug the disease progressed on, or that was stopped for intolerance, is not "
+        "re-offered in the same setting unless a guideline supports rechallenge.",
+    ),
 )
 
 FIELDS_BY_PATH: Mapping[str, Field] = MappingProxyType(

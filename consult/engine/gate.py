@@ -39,6 +39,7 @@ from typing import Any
 from consult.engine import lexicon
 from consult.engine.consensus import conflict_record
 from consult.engine.dosing import dose_note
+from consult.engine.hygiene import Excluded, clean_text
 from consult.engine.matching import (
     SEVERITY_RISK,
     addressed,
@@ -243,6 +244,9 @@ def safety_gate(
     # the regimen goes on without them).
     withdrawn: dict[int, set[str]] = {}
     conditions: dict[str, list[str]] = {}
+    # What the rules that fired exclude for this patient: no plan item may name it.
+    excluded_names: list[str] = []
+    excluded_modalities: list[str] = []
     # Critical rules that cannot be checked: what each item must confirm before it starts, and
     # the facts needed (with their rule).
     confirm: dict[str, dict[tuple[str, str], list[str]]] = {}
@@ -256,6 +260,9 @@ def safety_gate(
         effect = str(action.get("effect") or "flag")
         severity = str(action.get("severity") or "major")
         advice = str(action.get("advice") or "")
+        if unit.applies is True and vetoes(action):
+            excluded_names.extend(str(a) for a in action.get("agents") or ())
+            excluded_modalities.extend(str(m) for m in action.get("modalities") or ())
         hits = {
             i: [n for n in targets(action, c) if norm_name(n) not in withdrawn.get(i, set())]
             for i, c in enumerate(items)
@@ -413,7 +420,9 @@ def safety_gate(
                     continue
                 kept_only = False
                 result = "removed"
-                removed[description] = f"{unit.title}: {advice} ({unit.unit_id})"
+                # A rule about the patient's history names the drugs it found there.
+                named = f" ({', '.join(names)})" if action.get("agents_from") else ""
+                removed[description] = f"{unit.title}{named}: {advice} ({unit.unit_id})"
                 outcome.conflicts.append(
                     conflict_record(
                         between=["treatment", "safety"],
@@ -488,8 +497,16 @@ def safety_gate(
             )
         )
     _named_allergens(items, facts, removed, outcome)
+    items = _without_excluded_names(
+        items,
+        Excluded.of(excluded_names, excluded_modalities),
+        outcome=outcome,
+        removed=removed,
+        held=held,
+        keyed=(demoted, conditions, confirm, confirm_needs),
+    )
     arranged = arrange(items, removed=removed, demoted=demoted, held=held, declines=declines)
-    outcome.rejected = arranged.rejected
+    outcome.rejected = [*arranged.rejected, *outcome.rejected]
     outcome.blocked = {**demoted, **held}
     order = 0
     for component in arranged.components:
@@ -728,3 +745,75 @@ def allergy_check(gates: Sequence[GateResult], facts: Mapping[str, Any]) -> Gate
         detail=f"Allergy check: passed - recorded allergies ({recorded}) checked against every "
         f"drug of the plan; none of them is affected.{caution}{by_hand}",
     )
+
+
+def _without_excluded_names(
+    items: list[ProposedComponent],
+    excluded: Excluded,
+    *,
+    outcome: GateOutcome,
+    removed: dict[str, str],
+    held: Mapping[str, str],
+    keyed: Sequence[dict[str, Any]],
+) -> list[ProposedComponent]:
+    """No item names a drug or procedure a rule excluded for this patient (``hygiene``): its
+    description loses the alternative that names it, its rationale and dose notes the lines
+    that do; an item whose description cannot be cleaned is removed with the reason, and the
+    next safe option takes its place. A held alternative keeps its words (its ``when`` says
+    why)."""
+    if not excluded:
+        return items
+    kept: list[ProposedComponent] = []
+    for item in items:
+        if item.description in removed or item.description in held:
+            kept.append(item)
+            continue
+        description = clean_text(item.description, excluded)
+        if description is None and any(n.startswith("Without ") for n in item.dose_adjustments):
+            description = item.description  # its note says which drug it goes without
+        if description is None:
+            names = ", ".join(sorted({n.casefold() for n in excluded.named_in(item.description)}))
+            removed[item.description] = (
+                f"names {names}, which a safety rule excludes for this patient: not planned "
+                "in that form"
+            )
+            kept.append(item)
+            continue
+        if description != item.description:
+            for mapping in keyed:
+                if item.description in mapping:
+                    mapping[description] = mapping.pop(item.description)
+            outcome.conflicts.append(
+                conflict_record(
+                    between=["treatment", "safety"],
+                    semantic=0.3,
+                    risk=0.5,
+                    implementation=0.2,
+                    resolution=f"{item.description}: the alternative naming a drug or procedure "
+                    f"excluded for this patient was taken out ({description}).",
+                )
+            )
+            item.description = description
+        item.rationale = [line for line in item.rationale if not excluded.named_in(line)]
+        for mapping in keyed:
+            required = mapping.get(item.description)
+            if isinstance(required, list):
+                # a precondition of a drug the item no longer gives ("DPD testing before
+                # capecitabine") is moot
+                mapping[item.description] = [r for r in required if not excluded.named_in(r)]
+        # The gate's "Without X: ..." note stays only while a regimen acronym of the item
+        # would still give X without it ("R-DHAP" without cisplatin); otherwise the withdrawal
+        # is a rejected option and the item no longer names X.
+        still = lexicon.given(item.agents, item.description).drugs & excluded.drugs
+        notes = []
+        for line in item.dose_adjustments:
+            if not excluded.named_in(line) or (line.startswith("Without ") and still):
+                notes.append(line)
+            elif line.startswith("Without "):
+                drug, _, reason = line.removeprefix("Without ").partition(": ")
+                outcome.rejected.append(
+                    RejectedOption(option=f"{drug} (in: {item.description})", reason=reason)
+                )
+        item.dose_adjustments = notes
+        kept.append(item)
+    return kept

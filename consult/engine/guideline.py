@@ -180,6 +180,8 @@ def _display(value: object) -> str:
 # declined (the dossier and the summary say which).
 _DRUG_LISTS = (
     "derived.prior_regimens",
+    "derived.progressed_on",
+    "derived.intolerant_of",
     "derived.declines",
     "derived.wants",
     "patient.preferences",

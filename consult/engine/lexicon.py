@@ -953,3 +953,23 @@ def written(phrase: str, text: str) -> bool:
         if not _negated(lower, probe, []):
             return True
     return False
+
+
+def history_agents(regimens: object, rechallenge: Iterable[str] = ()) -> list[str]:
+    """The drugs the patient's prior regimens gave (as written: "letrozole + palbociclib",
+    "TCHP x6"), by canonical name, less those a guideline re-uses (``rechallenge``), so that a
+    rule about the patient's history withholds exactly those drugs. A drug that only contains
+    another ("trastuzumab emtansine" contains trastuzumab) does not add what it contains."""
+    if not isinstance(regimens, list):
+        return []
+    kept: set[str] = set()
+    for name in rechallenge:
+        found = resolve(str(name))
+        kept |= set(found[0]) if found else {str(name).casefold()}
+    drugs: list[str] = []
+    for regimen in regimens:
+        reading = read(str(regimen))
+        for drug in sorted(reading.drugs | (reading.regimen_drugs - _expand(reading))):
+            if drug not in kept and drug not in drugs:
+                drugs.append(drug)
+    return drugs

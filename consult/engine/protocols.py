@@ -9,6 +9,7 @@ from typing import Any, Protocol, assert_never
 
 from pydantic import BaseModel
 
+from consult.engine.lexicon import history_agents
 from consult.engine.vocab import COORDINATOR, EventKind, StepKind
 
 
@@ -40,7 +41,14 @@ class Evidence:
     @property
     def action(self) -> Mapping[str, Any]:
         action: Mapping[str, Any] = self.content.get("action") or {}
-        return action
+        source = action.get("agents_from")
+        if not source:
+            return action
+        # A rule about the patient's own history (no re-offer of a drug the disease progressed
+        # on): its agents are the drugs of the regimens the fact holds for this patient.
+        regimens = next((value for fact, value in self.held if fact == source), None)
+        found = history_agents(regimens, action.get("rechallenge") or ())
+        return {**action, "agents": [*action.get("agents", ()), *found]}
 
     def cite(self) -> dict[str, str]:
         return {

@@ -9,6 +9,12 @@ from consult.engine.vocab import STAGING_KEYS
 from knowledge.calculators._common import CalcResult, CalcValue, lookup
 from knowledge.calculators.allergies import allergies_unmapped, allergy_classes
 from knowledge.calculators.breast import adjuvant_cdk46, breast_subtype
+from knowledge.calculators.breast_genomics import (
+    esr1_mutation,
+    pi3k_pathway_altered,
+    pik3ca_mutation,
+)
+from knowledge.calculators.breast_local import breast_surgery_done
 from knowledge.calculators.dosing import (
     bsa_m2,
     capecitabine_renal_dose_pct,
@@ -18,6 +24,12 @@ from knowledge.calculators.dosing import (
     doxorubicin_hepatic_dose_pct,
     irinotecan_hepatic_dose_pct,
     paclitaxel_hepatic_dose_pct,
+)
+from knowledge.calculators.history import (
+    intolerant_of,
+    prior_regimens_with_history,
+    progressed_on,
+    treatment_line_with_history,
 )
 from knowledge.calculators.liver import (
     albi_grade,
@@ -56,8 +68,6 @@ from knowledge.calculators.patient import (
     months_to_relapse,
     pregnancy_recorded,
     pregnancy_trimester,
-    prior_regimens,
-    treatment_line,
 )
 from knowledge.calculators.preferences import declines, fertility_declined, wants
 from knowledge.calculators.renal import (
@@ -117,11 +127,13 @@ PATIENT: Final[dict[str, Calculator]] = {
     "antiplatelets": antiplatelets,
     "cyp2d6_inhibitors": cyp2d6_inhibitors,
     "months_to_relapse": months_to_relapse,
-    "prior_regimens": prior_regimens,
+    "prior_regimens": prior_regimens_with_history,
     "early_relapse": early_relapse,
-    "line": treatment_line,
+    "line": treatment_line_with_history,
     "pregnancy_trimester": pregnancy_trimester,
     "pregnancy_recorded": pregnancy_recorded,
+    "progressed_on": progressed_on,
+    "intolerant_of": intolerant_of,
     "allergy_classes": allergy_classes,
     "allergies_unmapped": allergies_unmapped,
 }
@@ -153,6 +165,10 @@ CALCULATORS_BY_CANCER_TYPE: Final[dict[str, dict[str, Calculator]]] = {
         "tnm_stage": breast_tnm_stage,
         "breast_subtype": breast_subtype,
         "adjuvant_cdk46": adjuvant_cdk46,
+        "esr1_mutation": esr1_mutation,
+        "pik3ca_mutation": pik3ca_mutation,
+        "pi3k_pathway_altered": pi3k_pathway_altered,
+        "breast_surgery_done": breast_surgery_done,
     },
     "lymphoma": {
         "ann_arbor_stage": ann_arbor_stage,

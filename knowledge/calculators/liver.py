@@ -206,6 +206,19 @@ BCLC_PRESERVED_RULE: Final = (
     "(decompensated); Child-Pugh A, or B without ascites or encephalopathy = preserved "
     "(staged by tumour burden and ECOG)"
 )
+# Child-Pugh B (or A6) with mild ascites is the case the team asked to settle (issue 11): it is
+# staged D here, deliberately. BCLC 2022 (Reig et al., J Hepatol 2022;76:681-693, Fig. 1 and its
+# notes) calls liver function "preserved" only for Child-Pugh A without any ascites, and every
+# treatment of stages 0-C other than transplantation assumes it; a patient with ascites,
+# however mild, has decompensated cirrhosis (Baveno VII), so the only tumour treatment the
+# strategy offers is liver transplantation when the tumour is within criteria, and best
+# supportive care otherwise, which is the stage-D pathway (EASL 2025 and AASLD 2023 likewise
+# advise against systemic therapy in decompensated cirrhosis outside trials).
+BCLC_ASCITES_NOTE: Final = (
+    "ascites means liver function is not preserved (BCLC 2022: preserved = Child-Pugh A "
+    "without any ascites): liver transplantation if within criteria, otherwise best "
+    "supportive care; resection, ablation, TACE and systemic therapy are outside the evidence"
+)
 BCLC_TRANSPLANT_NOTE: Final = (
     "stage D: liver transplantation is the only curative option and is considered when the "
     "tumour is within transplant criteria (Milan) and the patient is otherwise eligible"
@@ -265,6 +278,7 @@ def bclc_stage(case: Mapping[str, Any]) -> CalcResult:
             [
                 f"decompensated liver disease ({' and '.join(events)}; {cp_text}): "
                 "end-stage liver function",
+                *([BCLC_ASCITES_NOTE] if "ascites" in events else []),
                 BCLC_TRANSPLANT_NOTE,
                 *notes,
             ],

@@ -175,6 +175,45 @@ HARD = {
         names=("cisplatin", "platinol", "pemetrexed", "alimta"),
         safe=("pembrolizumab", "atezolizumab", "cemiplimab", "carboplatin"),
     ),
+    # Issue 11 (clinB): a drug the disease progressed on, or that the patient did not
+    # tolerate, is not offered again in the same setting, whatever the LLM proposes.
+    "progressed-on-a-cdk46-inhibitor": Hard(
+        case="pub-breast-02",
+        change=_set(
+            diagnosis__setting="progressive",
+            diagnosis__prior_therapies=[
+                {"line": 1, "regimen": "letrozole + palbociclib", "stop_reason": "progression"}
+            ],
+        ),
+        insists=[
+            _item("Ibrance with fulvestrant", "Ibrance", "fulvestrant"),
+            _item("Switch to Kisqali with letrozole", "Kisqali", role="alternative", rank=1),
+            _item("Verzenio 150 mg twice daily", role="alternative", rank=2),
+        ],
+        forbidden={"palbociclib", "ribociclib", "abemaciclib", "letrozole"},
+        names=("ibrance", "kisqali", "verzenio", "palbociclib", "ribociclib", "abemaciclib"),
+        safe=("everolimus", "fulvestrant", "elacestrant", "capivasertib", "paclitaxel"),
+    ),
+    "sorafenib-stopped-for-intolerance": Hard(
+        case="pub-hcc-03",
+        change=_set(
+            diagnosis__setting="progressive",
+            diagnosis__prior_therapies=[
+                {
+                    "line": 1,
+                    "regimen": "sorafenib 400 mg twice daily, stopped after 6 weeks for "
+                    "grade 3 hand-foot skin reaction",
+                }
+            ],
+        ),
+        insists=[
+            _item("Nexavar again at a reduced dose", "Nexavar"),
+            _item("Stivarga (regorafenib) 160 mg days 1-21", "Stivarga", role="alternative"),
+        ],
+        forbidden={"sorafenib", "regorafenib"},
+        names=("nexavar", "sorafenib", "stivarga", "regorafenib"),
+        safe=("cabozantinib", "ramucirumab", "lenvatinib"),
+    ),
 }
 
 

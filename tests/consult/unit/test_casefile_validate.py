@@ -62,6 +62,8 @@ ADDITIVE_FIELDS: frozenset[str] = frozenset(
         "organ_function.heart_rate_bpm",
     }
 )
+# Additive keys of one prior therapy (2026-11-24): why the line ended.
+ADDITIVE_PRIOR_KEYS: frozenset[str] = frozenset({"stop_reason"})
 
 # (fixture file, JSON path of the error, phrase the message must contain). A file with several
 # rows must produce exactly those paths; every other file exactly one error.
@@ -550,7 +552,7 @@ def test_catalog_covers_exactly_the_keys_of_the_format() -> None:
     assert keys | ADDITIVE_FIELDS == {f.path for f in FIELDS}
     assert not keys & ADDITIVE_FIELDS
     entry = data["diagnosis"]["prior_therapies"][0]
-    assert {f"diagnosis.prior_therapies[].{k}" for k in entry} == {
+    assert {f"diagnosis.prior_therapies[].{k}" for k in {*entry, *ADDITIVE_PRIOR_KEYS}} == {
         f.path for f in PRIOR_THERAPY_FIELDS
     }
 
@@ -603,6 +605,9 @@ def _drop_additive(data: dict[str, Any]) -> dict[str, Any]:
     for path in ADDITIVE_FIELDS:
         section, key = path.split(".")
         del out[section][key]
+    for entry in out["diagnosis"].get("prior_therapies") or []:
+        for key in ADDITIVE_PRIOR_KEYS:
+            assert entry.pop(key) is None, key
     return out
 
 
@@ -632,6 +637,7 @@ def test_canonical_is_idempotent_and_fills_nulls() -> None:
             "end_date": None,
             "best_response": None,
             "months_to_relapse": None,
+            "stop_reason": None,
         }
     ]
     assert once["patient"] == {f.key: None for f in FIELDS if f.parent == "patient"}

@@ -477,6 +477,28 @@ def test_bclc_decompensated_child_pugh_b_is_stage_d() -> None:
     assert "transplant" in result.detail
 
 
+@pytest.mark.parametrize(
+    ("bili", "alb", "score"),
+    [
+        (1.0, 4.0, 6),  # Child-Pugh A6 only because of the ascites
+        (1.0, 3.2, 7),  # Child-Pugh B7 with mild ascites
+    ],
+)
+def test_bclc_mild_ascites_is_stage_d_with_the_reason(bili: float, alb: float, score: int) -> None:
+    # given mild ascites with otherwise good liver tests, ECOG 0 and a single 28 mm nodule
+    # (BCLC A by tumour burden alone)
+    case = liver_case(bili=bili, alb=alb, ascites="mild")
+    assert child_pugh_score(case).value == score
+    # when
+    result = bclc_stage(case)
+    # then BCLC 2022 counts liver function as preserved only without any ascites: stage D,
+    # transplant if within criteria, and the detail says why
+    assert result.value == "D"
+    assert "not preserved" in result.detail
+    assert "without any ascites" in result.detail
+    assert "transplant" in result.detail
+
+
 def test_bclc_missing_tumour_data_at_ecog_0_names_paths() -> None:
     # given ECOG 0, CP A, no invasion, but nodule count not available
     case = liver_case(nodules=None)
@@ -1149,6 +1171,8 @@ COMMON_FACTS = {
     "line",
     "pregnancy_trimester",
     "pregnancy_recorded",
+    "progressed_on",
+    "intolerant_of",
     "allergy_classes",
     "allergies_unmapped",
 }

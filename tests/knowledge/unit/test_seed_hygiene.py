@@ -1,0 +1,68 @@
+"""Seed lint (issue 11, component hygiene): a therapy step's description names only what the
+step gives, and never names an option or drug in an excluding phrase ("unsuited to TACE",
+"cisplatin-ineligible", "in place of the anthracycline"). When that drug or option is excluded
+for a patient, such words would put it back in the plan item; the contrast belongs in the
+step's ``when`` (shown only while it ranks as an alternative)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from consult.engine import lexicon
+
+SEED = Path(__file__).resolve().parents[3] / "knowledge" / "seed"
+EXCLUDING = re.compile(
+    r"\b(?:unsuited|unsuitable|ineligible|not\s+(?:a\s+)?candidates?|instead\s+of|in\s+place\s+of"
+    r"|rather\s+than|contraindicat\w*|unfit\s+for|not\s+(?:fit|suitable|eligible)\s+for)\b",
+    re.IGNORECASE,
+)
+
+
+def _therapy_steps() -> list[dict]:
+    steps = []
+    for path in sorted(SEED.glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            for unit in (document or {}).get("units") or []:
+                if unit["action"].get("type") == "therapy":
+                    steps.append(unit)
+    return steps
+
+
+STEPS = _therapy_steps()
+
+
+def _closure(names: list[str]) -> set[str]:
+    drugs: set[str] = set()
+    for name in names:
+        found = lexicon.resolve(name)
+        if found is not None:
+            drugs |= set(found[0])
+    return lexicon.with_parents(drugs)
+
+
+def test_seed_hygiene_has_therapy_steps() -> None:
+    assert len(STEPS) >= 200
+
+
+@pytest.mark.parametrize("unit", STEPS, ids=lambda u: u["key"])
+def test_seed_hygiene_description_names_only_what_the_step_gives(unit: dict) -> None:
+    action = unit["action"]
+    given = _closure(list(action.get("agents") or []))
+    description = action["description"]
+    strangers = [
+        description[m.start : m.end]
+        for m in lexicon.mentions(description)
+        if not m.regimen and not m.cls and not (lexicon.with_parents(m.drugs) & given)
+    ]
+    assert not strangers, f"{unit['key']} names {strangers} without giving them"
+
+
+@pytest.mark.parametrize("unit", STEPS, ids=lambda u: u["key"])
+def test_seed_hygiene_description_excludes_nothing_by_name(unit: dict) -> None:
+    description = unit["action"]["description"]
+    found = EXCLUDING.search(description)
+    assert found is None, f"{unit['key']}: '{found.group() if found else ''}' in the description"
