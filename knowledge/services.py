@@ -432,6 +432,25 @@ def _seed_only_units(keys: list[str]) -> set[str]:
     return live - touched - unsettled
 
 
+def seed_units_retire_removed(*, keys: list[str], reason: str) -> list[str]:
+    """The seed load's counterpart of bringing uncurated units to the new seed: a unit the
+    seed no longer ships (renamed or withdrawn) that only the system's seed load ever wrote is
+    retired, so a deployment does not keep offering it beside its successor. A unit any curator
+    drafted, reviewed or retired stays as the curators keep it."""
+    gone = list(
+        UnitVersion.objects.filter(status=VersionStatus.PUBLISHED)
+        .exclude(unit__key__in=keys)
+        .values_list("unit__key", flat=True)
+        .distinct()
+    )
+    retired: list[str] = []
+    for key in sorted(_seed_only_units(gone)):
+        for version in UnitVersion.objects.filter(unit__key=key, status=VersionStatus.PUBLISHED):
+            version_retire(actor=None, version=version, reason=reason)
+        retired.append(key)
+    return retired
+
+
 def bundle_parse(raw: bytes, *, filename: str) -> tuple[Bundle | None, list[BundleError]]:
     """Parse a JSON or YAML bundle (one document or a list of documents); never raises."""
     import yaml

@@ -1,8 +1,9 @@
 """``manage.py load_kb_seed``: load the shipped demonstration knowledge base (idempotent).
 
-``make run`` runs it at every start, so it only adds seed units that do not exist yet: a unit
-already in the knowledge base belongs to the curators, and the seed never overwrites, revives
-or buries their versions.
+``make run`` runs it at every start, so it only adds seed units that do not exist yet, brings
+units no curator has touched to the new seed and retires those the seed no longer ships: a unit
+a curator has worked on belongs to the curators, and the seed never overwrites, revives or
+buries their versions.
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from knowledge.models import UnitVersion, VersionStatus
-from knowledge.services import bundle_import, bundle_parse, versions_embed
+from knowledge.services import (
+    bundle_import,
+    bundle_parse,
+    seed_units_retire_removed,
+    versions_embed,
+)
 
 SEED_DIR = Path(__file__).resolve().parents[2] / "seed"
 
@@ -46,6 +52,10 @@ class Command(BaseCommand):
             publish=True,
             reason="demonstration seed shipped with the application",
         )
+        retired = seed_units_retire_removed(
+            keys=[u.key for u in bundle.units],
+            reason="no longer in the demonstration seed (renamed or withdrawn)",
+        )
         missing = list(
             UnitVersion.objects.filter(
                 status=VersionStatus.PUBLISHED, embedding__isnull=True
@@ -58,8 +68,14 @@ class Command(BaseCommand):
             if result.upgraded
             else ""
         )
+        gone = (
+            f"; {len(retired)} uncurated units the seed no longer ships retired "
+            f"({', '.join(retired)})"
+            if retired
+            else ""
+        )
         self.stdout.write(
             f"Knowledge base: {len(bundle.units)} seed units ({new} new, published "
-            f"now; {result.unchanged} already present, left as they are{upgraded}), "
+            f"now; {result.unchanged} already present, left as they are{upgraded}{gone}), "
             f"{embedded} embedded."
         )

@@ -191,3 +191,41 @@ def test_reload_brings_an_uncurated_seed_unit_to_the_corrected_seed(seed_dir: Pa
     # and a second start changes nothing more
     _load(seed_dir)
     assert _versions("hcc.seed") == [(1, "retired"), (2, "published")]
+
+
+@pytest.mark.slow
+def test_a_unit_the_seed_no_longer_ships_is_retired_unless_a_curator_worked_on_it(
+    seed_dir: Path, curator: Any, second_curator: Any
+) -> None:
+    # given a seed of three units, one of which a curator has since edited
+    (seed_dir / "hcc.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "format": "mdtboard.kb/1",
+                "sources": [],
+                "units": [unit("hcc.seed"), unit("hcc.renamed"), unit("hcc.curated")],
+            }
+        )
+    )
+    _load(seed_dir)
+    _reviewed_edit(curator, second_curator, "hcc.curated", title="Edited by the curators")
+    # when a newer seed renames one unit and drops the curated one
+    (seed_dir / "hcc.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "format": "mdtboard.kb/1",
+                "sources": [],
+                "units": [unit("hcc.seed"), unit("hcc.new-name")],
+            }
+        )
+    )
+    out = _load(seed_dir)
+    # then the old name is retired (plans stop offering it beside its successor), audited
+    assert _versions("hcc.renamed") == [(1, "retired")]
+    assert _versions("hcc.new-name") == [(1, "published")]
+    assert "1 uncurated units the seed no longer ships retired (hcc.renamed)" in out
+    assert AuditEvent.objects.filter(
+        action="kb.version.retire", payload__unit="hcc.renamed"
+    ).exists()
+    # and the unit a curator worked on stays as the curators keep it
+    assert [status for _, status in _versions("hcc.curated")][-1] == "published"
