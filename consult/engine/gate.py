@@ -39,7 +39,7 @@ from typing import Any
 from consult.engine import lexicon
 from consult.engine.consensus import conflict_record
 from consult.engine.dosing import dose_note
-from consult.engine.hygiene import Excluded, clean_text
+from consult.engine.hygiene import Excluded, clean_text, without_partners
 from consult.engine.matching import (
     SEVERITY_RISK,
     addressed,
@@ -770,7 +770,9 @@ def _without_excluded_names(
             continue
         description = clean_text(item.description, excluded)
         if description is None and any(n.startswith("Without ") for n in item.dose_adjustments):
-            description = item.description  # its note says which drug it goes without
+            # the regimen goes on without the withdrawn drug: it no longer reads as giving it,
+            # or, where it cannot be reworded, its note says which drug it goes without
+            description = without_partners(item.description, excluded) or item.description
         if description is None:
             names = ", ".join(sorted({n.casefold() for n in excluded.named_in(item.description)}))
             removed[item.description] = (

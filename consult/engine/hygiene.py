@@ -128,6 +128,32 @@ def _drop_brackets(text: str, excluded: Excluded) -> str:
     return "".join(out)
 
 
+# "... with rituximab 375 mg/m2 (R2)": a partner drug joined to the regimen's head, its dose and
+# an acronym in brackets, up to the next comma, semicolon or end.
+_JOINED = re.compile(r"\s+(?:with|plus|and|\+)\s+$", re.IGNORECASE)
+_PARTNER_TAIL = re.compile(r"[^,;()]*(?:\s*\([^()]{1,12}\))?")
+
+
+def without_partners(text: str, excluded: Excluded) -> str | None:
+    """For an item the safety gate has withdrawn a drug from (its "Without X" note): the
+    partner drug the regimen was given *with* goes with its dose ("lenalidomide 20 mg days
+    1-21 with rituximab 375 mg/m2 (R2), 28-day cycles" -> "lenalidomide 20 mg days 1-21,
+    28-day cycles"), so the item no longer reads as giving it; None when that is not possible
+    (the head of the item names the drug). Only for withdrawn drugs: the knowledge base decided
+    that the regimen goes on without it, which is never assumed for a drug merely excluded."""
+    for mention in reversed(list(lexicon.mentions(text))):
+        if mention.regimen or not (mention.drugs & excluded.drugs) or mention.start == 0:
+            continue
+        joined = _JOINED.search(text[: mention.start])
+        if joined is None:
+            continue
+        tail = _PARTNER_TAIL.match(text, mention.end)
+        end = tail.end() if tail else mention.end
+        text = text[: joined.start()] + text[end:]
+    text = text.strip()
+    return None if excluded.named_in(text) else text
+
+
 def clean_text(text: str, excluded: Excluded) -> str | None:
     """The text without the alternatives that name an excluded drug; None when every reading
     of it names one (nothing sensible is left)."""

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from consult.engine.gate import safety_gate
-from consult.engine.hygiene import Excluded, clean_text
+from consult.engine.hygiene import Excluded, clean_text, without_partners
 from consult.engine.schemas import ProposedComponent
 from tests.consult.engine.support import safety_rule
 
@@ -140,3 +140,52 @@ def test_hygiene_an_item_that_cannot_be_said_without_the_drug_leaves_the_plan() 
     assert [c.description for c in outcome.components] == ["Weekly paclitaxel 80 mg/m2"]
     assert outcome.components[0].role == "primary"
     assert any("palbociclib" in r.option.casefold() for r in outcome.rejected)
+
+
+@pytest.mark.parametrize(
+    ("text", "reworded"),
+    [
+        (
+            "Lenalidomide 20 mg days 1-21 with rituximab 375 mg/m2 (R2), 28-day cycles x12",
+            "Lenalidomide 20 mg days 1-21, 28-day cycles x12",
+        ),
+        (
+            "Bendamustine 90 mg/m2 days 1-2 plus rituximab 375 mg/m2 day 1, every 28 days",
+            "Bendamustine 90 mg/m2 days 1-2, every 28 days",
+        ),
+        ("Rituximab 375 mg/m2 weekly x4", None),  # the head: nothing is left to give
+    ],
+)
+def test_hygiene_a_withdrawn_partner_drug_goes_with_its_dose(
+    text: str, reworded: str | None
+) -> None:
+    assert without_partners(text, Excluded.of(["rituximab"])) == reworded
+
+
+def test_hygiene_a_regimen_the_gate_withdrew_a_drug_from_no_longer_reads_as_giving_it() -> None:
+    # given lenalidomide-rituximab and a critical allergy rule that withdraws rituximab only
+    item = _option(
+        "Lenalidomide 20 mg days 1-21 with rituximab 375 mg/m2 (R2), 28-day cycles x12",
+        "lenalidomide",
+        "rituximab",
+        role="primary",
+    )
+    rule = safety_rule(
+        "x.ci.rituximab-allergy",
+        agents=["rituximab"],
+        severity="critical",
+        effect="remove",
+        omit=True,
+        advice="anaphylaxis to rituximab",
+    )
+    # when the gate runs
+    outcome = safety_gate([item], [rule])
+    # then a clinician reading the pathway does not see rituximab in it at all
+    [first] = outcome.components
+    assert first.description == "Lenalidomide 20 mg days 1-21, 28-day cycles x12"
+    assert first.agents == ["lenalidomide"]
+    assert not any("rituximab" in line.casefold() for line in first.dose_adjustments)
+    # and the withdrawal is a rejected option with the rule's reason
+    assert any(
+        r.option.startswith("rituximab") and "anaphylaxis" in r.reason for r in outcome.rejected
+    )
