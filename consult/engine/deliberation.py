@@ -34,6 +34,7 @@ from consult.engine.context import (
 from consult.engine.gate import relevant_need, with_allergy_check
 from consult.engine.grounding import ground_report, tree_nodes
 from consult.engine.options import not_advised
+from consult.engine.pathway import modalities_done
 from consult.engine.protocols import (
     EngineEvent,
     Evidence,
@@ -729,6 +730,7 @@ class Deliberation:
             intent=intent,
             waits={c.description: c.waits_for for c in plan_components if c.waits_for},
             confirm=list(gate.get("confirm_first") or ()),
+            done=modalities_done(self.state.facts),
         )
         return Plan(
             case_id=str(self.state.case.get("case_id") or ""),

@@ -49,7 +49,7 @@ from consult.engine.matching import (
     targets,
     vetoes,
 )
-from consult.engine.pathway import ADJUNCT_MODALITIES, arrange, once
+from consult.engine.pathway import ADJUNCT_MODALITIES, arrange, modalities_done, once
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import (
     ConflictRecord,
@@ -505,7 +505,14 @@ def safety_gate(
         held=held,
         keyed=(demoted, conditions, confirm, confirm_needs),
     )
-    arranged = arrange(items, removed=removed, demoted=demoted, held=held, declines=declines)
+    arranged = arrange(
+        items,
+        removed=removed,
+        demoted=demoted,
+        held=held,
+        declines=declines,
+        done=modalities_done(facts),
+    )
     outcome.rejected = [*arranged.rejected, *outcome.rejected]
     outcome.blocked = {**demoted, **held}
     order = 0

@@ -20,7 +20,7 @@ from consult.engine.context import (
     VoteInput,
 )
 from consult.engine.matching import addressed, drug_key, substitution, targets, vetoes
-from consult.engine.pathway import arrange, is_adjunct
+from consult.engine.pathway import arrange, is_adjunct, modalities_done
 from consult.engine.protocols import Evidence, PastCase
 from consult.engine.schemas import (
     Claim,
@@ -296,6 +296,7 @@ def treatment(inp: RoleInput) -> RoleReport:
         removed=removed,
         demoted=demoted,
         declines=declines if isinstance(declines, list) else [],
+        done=modalities_done(inp.facts),
     )
     option = arranged.option
     claims = [
@@ -512,7 +513,11 @@ def synthesis(
     ]
     # The Coordinator keeps one pathway, whoever proposed what; Treatment's intent decides.
     declines = inp.facts.get("derived.declines") or []
-    arranged = arrange(components, declines=declines if isinstance(declines, list) else [])
+    arranged = arrange(
+        components,
+        declines=declines if isinstance(declines, list) else [],
+        done=modalities_done(inp.facts),
+    )
     components = arranged.components
     rejected = [*rejected, *arranged.rejected]
     treatment_intent = reports["treatment"].intent if "treatment" in reports else None
@@ -524,6 +529,7 @@ def synthesis(
         components=components,
         rejected=rejected,
         intent=intent,
+        done=modalities_done(inp.facts),
     )
     residual = ResidualContext(
         consistency="Agreement: " + (", ".join(agreeing) or "none yet"),
@@ -579,15 +585,20 @@ def plan_summary(
     intent: str,
     waits: Mapping[str, str] | None = None,
     confirm: Sequence[str] = (),
+    done: Mapping[str, str] | None = None,
 ) -> str:
     """The answer to the case's question first: the recommended pathway in order (an option
     that waits for a precondition, nothing safer being on offer, says so: ``waits``), then the
-    alternatives with when, then what was ruled out and why."""
+    alternatives with when, then what was ruled out and why. ``done``: modalities already
+    given (``pathway.modalities_done``): the steps that follow them are the pathway (adjuvant
+    therapy after the operation on record)."""
     waits = waits or {}
     stage = staging_text(case, staging) or "Staging incomplete"
     primary = [c for c in components if c.role == "primary"]
     alternatives = [c for c in components if c.role == "alternative"]
-    options = [c for c in primary if not is_adjunct(c)]
+    # With the main step done (the operation on record), the steps that follow it are the
+    # pathway: the plan carries no "with" modalities, so any primary step answers.
+    options = [c for c in primary if not is_adjunct(c)] or (list(primary) if done else [])
     asked = f"{question.strip()} " if question.strip() else ""
     if not options:
         if alternatives:

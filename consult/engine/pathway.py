@@ -69,6 +69,27 @@ def _declined_option(component: ProposedComponent, declines: Collection[str]) ->
     )
 
 
+# What a record says was already done, by modality: a step of that modality is not offered
+# again. Read from derived facts (knowledge/calculators/breast_local.py: the breast operation
+# from the treatment history and notes, planned or declined operations not counted).
+_DONE_FACTS: dict[str, dict[str, tuple[str, str]]] = {
+    "derived.breast_surgery_done": {
+        "breast_conserving": ("surgery", "breast-conserving surgery on record"),
+        "mastectomy": ("surgery", "mastectomy on record"),
+    },
+}
+
+
+def modalities_done(facts: Mapping[str, object]) -> dict[str, str]:
+    """modality -> what was done, for the patient whose facts these are."""
+    done: dict[str, str] = {}
+    for fact, values in _DONE_FACTS.items():
+        found = values.get(str(facts.get(fact)))
+        if found is not None:
+            done.setdefault(found[0], found[1])
+    return done
+
+
 def arrange(
     components: Sequence[ProposedComponent],
     *,
@@ -76,6 +97,7 @@ def arrange(
     demoted: Mapping[str, str] | None = None,
     held: Mapping[str, str] | None = None,
     declines: Collection[str] = (),
+    done: Mapping[str, str] | None = None,
     max_alternatives: int = MAX_ALTERNATIVES,
 ) -> Arrangement:
     """Choose the pathway.
@@ -86,12 +108,20 @@ def arrange(
     when it may be given (a critical contraindication that will pass: after delivery, once the
     LVEF recovers): an alternative only, never the pathway. ``declines``: the
     preference topics the patient declines (an option they decline is not recommended to them:
-    it goes to the rejected options with their decision as the reason). Options keep the order
+    it goes to the rejected options with their decision as the reason). ``done``: modality ->
+    what the record says was done (the breast operation of a patient referred for adjuvant
+    therapy): no step of that modality is offered again, and the adjuncts that follow it
+    (adjuvant endocrine therapy, radiotherapy after the operation) join as if it were in the
+    pathway. Options keep the order
     the members gave them (primary before alternative, then rank), then guideline preference.
     """
-    removed = removed or {}
+    removed = dict(removed or {})
     demoted = demoted or {}
     held = held or {}
+    done = done or {}
+    for c in components:
+        if c.modality in done and c.description not in removed:
+            removed[c.description] = f"already done: {done[c.modality]}"
     rejected = [
         RejectedOption(option=c.description, reason=removed[c.description])
         for c in components
@@ -140,11 +170,12 @@ def arrange(
     joined = True
     while joined:
         joined = False
-        present = {c.modality for c in pathway}
+        present = {c.modality for c in pathway} | set(done)
         for adjunct in list(waiting):
-            if adjunct.with_modalities and not present & set(adjunct.with_modalities):
+            follows = set(adjunct.with_modalities)
+            if follows and not present & follows:
                 continue
-            if adjunct.with_modalities and chosen is None:
+            if follows and chosen is None and not follows & set(done):
                 continue
             waiting.remove(adjunct)
             joined = True

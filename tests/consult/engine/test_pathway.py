@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from consult.engine.aio import run_coroutine
 from consult.engine.consensus import weighted_consensus
 from consult.engine.gate import safety_gate
-from consult.engine.pathway import arrange
+from consult.engine.pathway import arrange, modalities_done
 from consult.engine.protocols import MemoryStore
 from consult.engine.providers import LLMProvider
 from consult.engine.schemas import (
@@ -106,6 +106,52 @@ def test_arrange_declined_option_is_ruled_out_with_the_patients_decision() -> No
     assert _roles(arranged.components) == [("primary", "Ablation")]
     assert [r.option for r in arranged.rejected] == ["Resection"]
     assert "declined by the patient (surgery)" in arranged.rejected[0].reason
+
+
+def test_arrange_an_operation_on_record_is_not_offered_again_and_its_adjuvant_steps_lead() -> None:
+    # given a patient referred after breast-conserving surgery: the operation, the adjuvant
+    # endocrine therapy and radiotherapy that follow it, and nothing else applies
+    facts = {"derived.breast_surgery_done": "breast_conserving"}
+    arranged = arrange(
+        [
+            _option("Breast-conserving surgery with sentinel node biopsy", modality="surgery"),
+            _option(
+                "Letrozole 2.5 mg daily", "letrozole", adjunct=True, with_modalities=["surgery"]
+            ),
+            _option(
+                "Whole-breast radiotherapy",
+                modality="radiotherapy",
+                adjunct=True,
+                with_modalities=["surgery"],
+            ),
+        ],
+        done=modalities_done(facts),
+    )
+    # then the pathway is the adjuvant therapy, and the operation is ruled out as done
+    assert _roles(arranged.components) == [
+        ("primary", "Letrozole 2.5 mg daily"),
+        ("primary", "Whole-breast radiotherapy"),
+    ]
+    assert [(r.option, r.reason) for r in arranged.rejected] == [
+        (
+            "Breast-conserving surgery with sentinel node biopsy",
+            "already done: breast-conserving surgery on record",
+        )
+    ]
+    # and with no operation on record, the operation leads and the same steps follow it
+    before = arrange(
+        [
+            _option("Breast-conserving surgery with sentinel node biopsy", modality="surgery"),
+            _option(
+                "Letrozole 2.5 mg daily", "letrozole", adjunct=True, with_modalities=["surgery"]
+            ),
+        ],
+        done=modalities_done({"derived.breast_surgery_done": "none_recorded"}),
+    )
+    assert _roles(before.components) == [
+        ("primary", "Breast-conserving surgery with sentinel node biopsy"),
+        ("primary", "Letrozole 2.5 mg daily"),
+    ]
 
 
 def test_arrange_adjunct_follows_only_the_modalities_it_names() -> None:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from consult.engine import lexicon
+from consult.engine.matching import REFERENCE_MODALITIES
 
 SEED = Path(__file__).resolve().parents[3] / "knowledge" / "seed"
 EXCLUDING = re.compile(
@@ -66,3 +67,22 @@ def test_seed_hygiene_description_excludes_nothing_by_name(unit: dict) -> None:
     description = unit["action"]["description"]
     found = EXCLUDING.search(description)
     assert found is None, f"{unit['key']}: '{found.group() if found else ''}' in the description"
+
+
+WITHOUT_AGENTS = [
+    u
+    for u in STEPS
+    if not u["action"].get("agents") and u["action"].get("modality") not in REFERENCE_MODALITIES
+]
+
+
+@pytest.mark.parametrize("unit", WITHOUT_AGENTS, ids=lambda u: u["key"])
+def test_seed_hygiene_a_step_without_agents_opens_no_drug_class(unit: dict) -> None:
+    # A radiotherapy or surgery step that lists no agents but says "alongside immunotherapy"
+    # would be read as giving every checkpoint inhibitor: each one's safety rules would apply
+    # to it ("confirm before starting pembrolizumab" on a radiotherapy plan). Care that only
+    # refers to a treatment (referral, surveillance, supportive, antiviral) reads its agents.
+    action = unit["action"]
+    given = lexicon.given([], action["description"])
+    names = sorted(given.drugs | given.open_classes)
+    assert not names, f"{unit['key']} gives no agents but its description names {names}"
