@@ -127,6 +127,15 @@ _UNIT_BARE = re.compile(rf"(?<![\w./-]){_UNIT}(?![\w/-])")
 _SNAKE = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")
 
 
+# Coded values of derived facts (knowledge/calculators/) that a plan's "why" lines show.
+DERIVED_VALUE_WORDS: Mapping[str, str] = MappingProxyType(
+    {
+        "none_recorded": "none on record",
+        "breast_conserving": "breast-conserving surgery",
+    }
+)
+
+
 @cache
 def _enum_labels() -> Mapping[str, str]:
     """Enumerated case values as the dossier form labels them ("large_untreated" -> its
@@ -148,6 +157,7 @@ def _word(match: re.Match[str]) -> str:
         or PHASE_WORDS.get(key)
         or ROLE_LABELS.get(key)
         or _enum_labels().get(key)
+        or DERIVED_VALUE_WORDS.get(key)
         or key
     )
 
@@ -155,7 +165,9 @@ def _word(match: re.Match[str]) -> str:
 def value_words(value: Any) -> Any:
     """A coded value ("future_pregnancy", "not_pregnant") in words; other values as they are."""
     if isinstance(value, str) and _SNAKE.fullmatch(value):
-        return _enum_labels().get(value) or value.replace("_", " ")
+        return (
+            _enum_labels().get(value) or DERIVED_VALUE_WORDS.get(value) or value.replace("_", " ")
+        )
     return value
 
 
