@@ -88,13 +88,15 @@ def _temporary_files(pid: int) -> list[str]:
     """The files under the temporary directory that process ``pid`` holds open (Twisted
     spools a large body into an unlinked temporary file)."""
     tmp = os.path.realpath(tempfile.gettempdir())
+    # A checkout under the temporary directory (a CI clone in /tmp) holds its own logs there.
+    checkout = os.path.realpath(Path(__file__).resolve().parents[3])
     found = []
     for fd in Path(f"/proc/{pid}/fd").iterdir():
         try:
             target = os.readlink(fd)
         except OSError:
             continue
-        if target.startswith(tmp + "/"):
+        if target.startswith(tmp + "/") and not target.startswith(checkout + "/"):
             found.append(target)
     return found
 
