@@ -56,10 +56,37 @@ def _modality(terms: list[str]) -> str:
     return "systemic"
 
 
+# How a tumor board writes an item of each kind, around the words the expectation names.
+_PHRASES = {
+    "surgery": "{terms}",
+    "ablation": "Percutaneous {terms}",
+    "locoregional": "Selective {terms}",
+    "radiotherapy": "{terms}",
+    "transplant": "{terms} assessment",
+    "antiviral": "{terms} prophylaxis",
+    "surveillance": "{terms} with clinical review",
+    "referral": "Referral: {terms} preservation",
+    "systemic": "{terms}",
+}
+
+
+def _term(term: str) -> str:
+    """An expectation's word as a plan writes it ("pet" is PET, "ct" CT)."""
+    return term.upper() if len(term) <= 4 else term
+
+
+def _item(group: list[str], modality: str) -> str:
+    """The item a tumor board writes for an expectation: the option it names first (a board
+    names the option it chose, not every one that would satisfy the expectation)."""
+    text = _PHRASES[modality].format(terms=_term(group[0]))
+    return text[0].upper() + text[1:]
+
+
 def comparator_from_expected(expected: dict[str, Any]) -> dict[str, Any] | None:
-    """A terse ``mdtboard.plan/1`` from an evaluation file's expectations (FORMAT.md §3):
-    what the case's authors said the pathway must contain, must not contain, and must watch.
-    A demonstration stand-in for the plan a tumor board would write, nothing more."""
+    """A short ``mdtboard.plan/1`` from an evaluation file's expectations (FORMAT.md §3):
+    what the case's authors said the pathway must contain, must not contain, and must watch,
+    each item worded the way a tumor board writes one. A demonstration stand-in for the plan
+    a tumor board would write, made without the system's plan, nothing more."""
     groups = [list(g) for g in expected.get("primary_all") or []]
     seen = {t.casefold() for g in groups for t in g}
     groups += [
@@ -78,9 +105,18 @@ def comparator_from_expected(expected: dict[str, Any]) -> dict[str, Any] | None:
                 {
                     "role": "primary",
                     "modality": _modality(group),
-                    "description": " or ".join(group).capitalize(),
+                    "description": _item(group, _modality(group)),
                 }
                 for group in groups
+            ]
+            # A board writes the checks that must come first as steps of the pathway.
+            + [
+                {
+                    "role": "primary",
+                    "modality": "supportive",
+                    "description": f"Baseline {_term(g[0])} assessment before treatment",
+                }
+                for g in expected.get("safety_any") or []
             ],
         },
         "rejected_options": [
@@ -89,15 +125,15 @@ def comparator_from_expected(expected: dict[str, Any]) -> dict[str, Any] | None:
         ],
         "safety": {
             "notes": [
-                "Check for " + " or ".join(g) + " before treatment"
+                f"Baseline {_term(g[0])} assessment before treatment"
                 for g in expected.get("safety_any") or []
             ]
         },
         "monitoring": [
             {
                 "phase": "intermediate_3_12m",
-                "what": " or ".join(g).upper() if all(len(t) <= 4 for t in g) else " or ".join(g),
-                "interval": "at the intervals the guideline sets",
+                "what": f"{_term(g[0])} response assessment",
+                "interval": "every 3 months",
                 "anchor": "other",
             }
             for g in expected.get("monitoring_any") or []
