@@ -36,9 +36,17 @@ def experience_from_review(review_id: int) -> int | None:
     return service(review_id=review_id)
 
 
+@shared_task(name="consult.experience_forget_review", acks_late=True, soft_time_limit=120)
+def experience_forget_review(review_id: int) -> int:
+    """A reopened decision teaches nothing any more: retire what was learnt from it."""
+    from consult.learning import experience_forget_review as service
+
+    return service(review_id=review_id)
+
+
 @shared_task(name="consult.experience_from_rating", acks_late=True, soft_time_limit=300)
 def experience_from_rating(rating_id: int) -> int | None:
-    """The CorrectKB or ChainKB entry a rating teaches, if any (idempotent)."""
+    """Vet the study's ratings again and learn from those that pass (idempotent)."""
     from consult.learning import experience_from_rating as service
 
     return service(rating_id=rating_id)

@@ -333,6 +333,7 @@ def consultation_start_view(request: AuthedRequest, pk: int) -> HttpResponse:
             dossier=dossier,
             engine=form.cleaned_data["engine"],
             max_rounds=form.cleaned_data["max_rounds"],
+            idempotency_key=form.cleaned_data["key"],
         )
     except ConsultationError as exc:
         messages.error(request, str(exc))

@@ -189,10 +189,18 @@ def clinical_sentence(
     return _cut(out, max_words, full_stop=full_stop)
 
 
+_TRAILING = re.compile(
+    r"(?:\s+(?:and|or|and/or|from|before|after|to|of|the|a|an|with|at|in|for|by|on|as|"
+    r"until|if|when|then|plus|\d+))+$",
+    re.IGNORECASE,
+)
+
+
 def _cut(text: str, max_words: int, *, full_stop: bool = True, drugs: bool = False) -> str:
-    """At most ``max_words`` words, cut at a clause boundary where one is near; with ``drugs``
-    (a treatment item) never before the last drug the text names: a shortened regimen must
-    not lose a drug."""
+    """At most ``max_words`` words, cut at a clause boundary (the last one past half the
+    words, else the last one, else the word limit without a dangling "and" or "from"); with
+    ``drugs`` (a treatment item) never before the last drug the text names: a shortened
+    regimen must not lose a drug."""
     out = text.strip(" .;,:")
     words = out.split(" ")
     if len(words) > max_words:
@@ -201,9 +209,18 @@ def _cut(text: str, max_words: int, *, full_stop: bool = True, drugs: bool = Fal
         if drugs_end > len(head):
             boundary = _CLAUSE.search(out, drugs_end)
             head = out[: boundary.start()] if boundary else out
-        boundaries = [m.start() for m in _CLAUSE.finditer(head + " ") if m.start() >= drugs_end]
-        keep = [b for b in boundaries if len(head[:b].split(" ")) >= max(2, max_words // 2)]
-        out = head[: keep[-1]] if keep else head
+        boundaries = [
+            m.start()
+            for m in _CLAUSE.finditer(head + " ")
+            if m.start() >= drugs_end and head[: m.start()].strip()
+        ]
+        late = [b for b in boundaries if len(head[:b].split(" ")) >= max(2, max_words // 2)]
+        if late:
+            out = head[: late[-1]]
+        elif boundaries:
+            out = head[: boundaries[-1]]
+        else:
+            out = _TRAILING.sub("", head) or head
     out = _balanced(out).strip(" .;,:")
     if not out:
         return ""
@@ -216,7 +233,7 @@ def _words(text: str) -> int:
 
 
 def _lower_first(text: str) -> str:
-    """"Contrast CT" -> "contrast CT", but "ALT" stays "ALT"."""
+    """ "Contrast CT" -> "contrast CT", but "ALT" stays "ALT"."""
     if len(text) > 1 and text[1].isupper():
         return text
     return text[:1].lower() + text[1:]

@@ -127,6 +127,8 @@ TABLE: dict[str, Row] = {
     "rating:study-create": {"GET": (L, D, D, D, D, A), "POST": (L, D, D, D, D, A)},
     "rating:study-detail": {"GET": (L, D, D, D, D, A)},
     "rating:study-close": {"POST": (L, D, D, D, D, A)},
+    # Clearing a rating flagged as too fast, so that the board may learn from it.
+    "rating:rating-clear": {"POST": (L, D, D, D, D, A)},
     "rating:study-llm": {"POST": (L, D, D, D, D, A)},
     "rating:study-analytics": {"GET": (L, D, D, D, D, A)},
     "rating:study-export": {"GET": (L, D, D, D, D, A)},

@@ -294,6 +294,7 @@ ARGUMENTS: dict[str, Callable[[World], dict[str, Any]]] = {
     "rating:decision-comparator": lambda w: {"pk": w.consultation.pk},
     "rating:study-detail": lambda w: {"pk": w.study_id},
     "rating:study-close": lambda w: {"pk": w.study_id},
+    "rating:rating-clear": lambda w: {"pk": w.study_id},
     "rating:study-llm": lambda w: {"pk": w.study_id},
     "rating:study-analytics": lambda w: {"pk": w.study_id},
     "rating:study-export": lambda w: {"pk": w.study_id},

@@ -14,12 +14,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from consult.models import ConsultationStatus, LesionDossier, Plan
+from consult.rating.analytics import study_blinding_check
 from consult.rating.models import ComparatorSource, Study
 from consult.rating.selectors import rater_choices
 from consult.rating.services import (
     RatingServiceError,
     StudySpec,
     comparator_create,
+    comparator_for_study,
     study_create,
 )
 from consult.services.batch import case_run
@@ -218,7 +220,9 @@ class Command(BaseCommand):
             dossier = plan.consultation.dossier
             consultation_id = plan.consultation_id
             self.stdout.write(f"{path.name}: consultation {consultation_id} (kept)")
-        if not dossier.comparator_plans.exists():
+        # A comparator made from the team's decision on the system's plan is not independent:
+        # the study pairs the plan with the stand-in below, never with it.
+        if comparator_for_study(dossier=dossier) is None:
             comparator = comparator_from_expected(document.get("expected") or {})
             if comparator is None:
                 self.stderr.write(f"{path.name}: no expected block; enter its comparator by hand")
@@ -257,3 +261,6 @@ class Command(BaseCommand):
             f"\nStudy {study.name!r}: {study.packets.count()} packets for "
             f"{len(raters)} raters ({', '.join(r.email for r in raters)})."
         )
+        check = study_blinding_check(study=study)
+        if check is not None:
+            self.stdout.write(f"Blinding check (length and wording): {check.line()}")
