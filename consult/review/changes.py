@@ -19,12 +19,18 @@ PLACES = {
 }
 
 
+# What an amended item came from, while the amendment is made: "c2" (the base version's third
+# component) or "r0" (its first option ruled out). Not kept in the saved version.
+ORIGIN = "_from"
+
+
 @dataclass(frozen=True)
 class _Item:
     role: str
     place: int  # step or rank (1-based); for ruled-out options their order in the list
     text: str
     fields: Mapping[str, Any]
+    origin: str = ""
 
     @property
     def key(self) -> str:
@@ -39,13 +45,15 @@ class _Item:
         return "ruled out"
 
 
-def _items(doc: Mapping[str, Any]) -> list[_Item]:
+def _items(doc: Mapping[str, Any], *, base: bool) -> list[_Item]:
+    """A version's items; those of the base version know their own origin, those of the
+    amended one the origin the amendment gave them."""
     components = (doc.get("recommendation") or {}).get("components") or []
     out = []
     for role, key in (("primary", "order"), ("alternative", "rank")):
-        chosen = [c for c in components if (c.get("role") or "primary") == role]
-        chosen.sort(key=lambda c: c.get(key) or 99)
-        for place, c in enumerate(chosen, start=1):
+        chosen = [(i, c) for i, c in enumerate(components) if (c.get("role") or "primary") == role]
+        chosen.sort(key=lambda pair: pair[1].get(key) or 99)
+        for place, (index, c) in enumerate(chosen, start=1):
             out.append(
                 _Item(
                     role,
@@ -58,11 +66,18 @@ def _items(doc: Mapping[str, Any]) -> list[_Item]:
                         "conditions": list(c.get("conditions") or []),
                         "when": c.get("when") or "" if role == "alternative" else "",
                     },
+                    f"c{index}" if base else str(c.get(ORIGIN) or ""),
                 )
             )
     for place, r in enumerate(doc.get("rejected_options") or [], start=1):
         out.append(
-            _Item("rejected", place, str(r.get("option") or ""), {"reason": r.get("reason")})
+            _Item(
+                "rejected",
+                place,
+                str(r.get("option") or ""),
+                {"reason": r.get("reason")},
+                f"r{place - 1}" if base else str(r.get(ORIGIN) or ""),
+            )
         )
     return out
 
@@ -106,13 +121,15 @@ def _moved(old: _Item, new: _Item) -> str:
 def _pair(
     old: list[_Item], new: list[_Item]
 ) -> tuple[list[tuple[_Item, _Item]], list[_Item], list[_Item]]:
-    """Items of both versions paired: by their words first, then an unmatched item of the same
-    place and position (an item reworded). What is left was removed or added."""
+    """Items of both versions paired: by where the amendment took them from, else by their
+    words, then an unmatched item of the same place and position (an item reworded). What is
+    left was removed or added."""
     pairs: list[tuple[_Item, _Item]] = []
     left = list(old)
     added = []
     for item in new:
-        match = next((o for o in left if o.key == item.key), None)
+        match = next((o for o in left if item.origin and o.origin == item.origin), None)
+        match = match or next((o for o in left if o.key == item.key), None)
         if match is None:
             added.append(item)
         else:
@@ -169,10 +186,12 @@ def plan_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         out.append(
             f"Intent changed from {old_intent or 'not stated'} to {new_intent or 'not stated'}."
         )
-    pairs, removed, added = _pair(_items(old), _items(new))
+    pairs, removed, added = _pair(_items(old, base=True), _items(new, base=False))
     for before, after in pairs:
         if before.role != after.role:
             out.append(_moved(before, after))
+            if before.key != after.key:
+                out.append(f"It was {_quote(before.text)}.")
         elif before.key != after.key:
             out.append(
                 f"{before.where.capitalize()} reworded: {_quote(before.text)} became "

@@ -29,7 +29,7 @@ from django_fsm import TransitionNotAllowed
 
 from consult.engine.coherence import plan_findings
 from consult.models import Consultation, ConsultationStatus
-from consult.review.changes import plan_changes
+from consult.review.changes import ORIGIN, plan_changes
 from consult.review.models import (
     ClinicianReview,
     Decision,
@@ -150,7 +150,8 @@ def _move(locked: _Locked, transition: Callable[[], None], refused: str) -> None
         transition()
     except TransitionNotAllowed as exc:
         raise ReviewError(refused) from exc
-    locked.progress.save()
+    # Only these columns: the app's database role may update nothing else (dbroles).
+    locked.progress.save(update_fields=list(PlanReview.MUTABLE_FIELDS))
 
 
 def _decided_already(state: ReviewState) -> str:
@@ -389,16 +390,16 @@ def _summary(doc: dict[str, Any], based_on: int, reason: str) -> str:
 
 def _ordered(edits: Sequence[ComponentEdit]) -> list[ComponentEdit]:
     """The pathway first, then the alternatives, each by the order the clinician gave (ties
-    and blanks keep the form's order), then the options ruled out in the form's order."""
-    pairs = sorted(
-        enumerate(edits),
-        key=lambda pair: (
-            ROLES.index(pair[1].role) if pair[1].role in ROLES else len(ROLES),
-            pair[1].position if pair[1].position is not None else 99,
-            pair[0],
-        ),
-    )
-    return [edit for _, edit in pairs]
+    and blanks keep the form's order), then the options ruled out."""
+    def key(pair: tuple[int, ComponentEdit]) -> tuple[int, int, int]:
+        index, edit = pair
+        role = ROLES.index(edit.role) if edit.role in ROLES else len(ROLES)
+        if edit.role == "rejected":
+            # The options already ruled out keep their place; newly ruled out ones follow.
+            return role, 0 if edit.ruled_out_source is not None else 1, index
+        return role, edit.position if edit.position is not None else 99, index
+
+    return [edit for _, edit in sorted(enumerate(edits), key=key)]
 
 
 def _amended(
@@ -446,6 +447,7 @@ def _amended(
             "agents": edit.agents,
             "dose_adjustments": edit.dose_adjustments,
             "conditions": edit.conditions,
+            ORIGIN: _origin(edit),
         }
         component.setdefault("evidence", [])
         component.setdefault("rationale", [])
@@ -512,7 +514,17 @@ def _amended(
         "at": timezone.now().isoformat(timespec="seconds"),
         "changes": plan_changes(base.payload, doc),
     }
+    for item in [*components, *rejected]:
+        item.pop(ORIGIN, None)
     return doc
+
+
+def _origin(edit: ComponentEdit) -> str:
+    if edit.source is not None:
+        return f"c{edit.source}"
+    if edit.ruled_out_source is not None:
+        return f"r{edit.ruled_out_source}"
+    return ""
 
 
 @transaction.atomic
