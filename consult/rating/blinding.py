@@ -98,6 +98,7 @@ _MACHINE = (
     (re.compile(r"(?<=\w)\s+<\s+(?=\d)"), " under "),
     (re.compile(r"\s*\(needs [^()]*(?:\([^()]*\)[^()]*)*\)"), ""),
     (re.compile(r"\bBefore starting:\s*", re.IGNORECASE), ""),
+    (re.compile(r"^\s*needs\s+", re.IGNORECASE), ""),
     (re.compile(r"\bnot indicated now:", re.IGNORECASE), "not indicated:"),
     (re.compile(r"\bnone of its indications holds\b", re.IGNORECASE), "criteria not met"),
     (re.compile(r"\be\.g\.\s*", re.IGNORECASE), "for example "),
@@ -186,6 +187,8 @@ def clinical_sentence(
         out = re.sub(r"(?:,\s*)+(?=[,.;]|$)", "", out)
     out = re.split(r"(?<=[a-z0-9)][.!?])\s+|;\s*", out, maxsplit=1)[0]
     out = re.sub(r"\s{2,}", " ", out).strip(" .;,:")
+    if out.startswith("(") and out.endswith(")") and _balanced(out[1:-1]) == out[1:-1]:
+        out = out[1:-1].strip()
     return _cut(out, max_words, full_stop=full_stop)
 
 
@@ -416,7 +419,9 @@ def _keep_details(
         replace(
             i,
             text=_cut(i.text, words, drugs=True),
-            details=tuple((k, _cut(v, words)) for k, v in i.details if k in kinds),
+            details=tuple(
+                (k, _cut(v, max(words, MIN_DETAIL_WORDS))) for k, v in i.details if k in kinds
+            ),
         )
         for i in items
     )
@@ -429,6 +434,7 @@ def _item_words(plan: BlindPlan) -> tuple[int, int]:
 
 
 MIN_ITEM_WORDS = 3
+MIN_DETAIL_WORDS = 6
 
 
 def _words_per_item(a: BlindPlan, b: BlindPlan) -> int:

@@ -571,7 +571,9 @@ def rating_clear(*, actor: User, rating: Rating, note: str = "") -> RatingCleara
     """An administrator clears a rating flagged as too fast: the board may learn from it."""
     if not is_admin(actor):
         raise RatingServiceError(NOT_ADMIN)
-    rating = Rating.objects.select_for_update().get(pk=rating.pk)
+    # The assignment's row, locked (a rating is append-only: the app may not lock it itself).
+    Assignment.objects.select_for_update().get(pk=rating.assignment_id)
+    rating = Rating.objects.get(pk=rating.pk)
     if not rating.too_fast:
         raise RatingServiceError(NOT_FLAGGED)
     existing = RatingClearance.objects.filter(rating=rating).first()

@@ -1,17 +1,17 @@
 """Which ratings the board may learn from: vetted judgements only (issue 25).
 
 A rating is vetted when it was not submitted too fast (under 30 s) or an administrator cleared
-it, and its rater's agreement with the other raters of the study is measured and not poor.
-Agreement is the ICC(2,1) of the rater's scores against the mean of the others' scores over
-the plans they both rated, every dimension of both arms of each shared packet a target (Koo &
-Li 2016: below 0.5 is poor). It needs at least ``MIN_SHARED_PACKETS`` packets rated by the
-rater and another; until then the rating waits (a lone rater's judgement is not vetted)."""
+it, and its rater agrees with the other raters of the study. A rater's agreement with another
+is the ICC(2,1) of their scores over the plans both rated (every dimension of both arms of each
+shared packet a target), measured once they share ``MIN_SHARED_PACKETS`` packets; a rater's
+agreement is the best of these (one rater far from everyone drags down the mean of the others,
+but not the agreement of the two who agree). Under 0.5 is poor (Koo & Li 2016). Until it can
+be measured the rating waits: a lone rater's judgement is not vetted."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from statistics import fmean
 
 from consult.rating.models import Rating, Study
 from consult.rating.statistics import icc_2_1
@@ -43,26 +43,39 @@ def _timely(rating: Rating) -> bool:
     return not rating.too_fast or hasattr(rating, "clearance")
 
 
+def _pairwise(
+    mine: dict[int, dict[tuple[str, str], int]], theirs: dict[int, dict[tuple[str, str], int]]
+) -> float | None:
+    shared = [p for p in mine if p in theirs]
+    if len(shared) < MIN_SHARED_PACKETS:
+        return None
+    rows = [
+        [float(mine[p][t]), float(theirs[p][t])]
+        for p in shared
+        for t in sorted(mine[p])
+        if t in theirs[p]
+    ]
+    icc = icc_2_1(rows)
+    return icc.icc if icc is not None else None
+
+
 def rater_agreement(
     scores: dict[int, dict[int, dict[tuple[str, str], int]]],
 ) -> dict[int, Agreement]:
-    """``scores``: rater -> packet -> (position, dimension) -> score. Each rater's agreement
-    with the mean of the others, over the packets they share."""
+    """``scores``: rater -> packet -> (position, dimension) -> score. Each rater's best
+    agreement with another rater over the packets they share."""
     out = {}
-    for rater, packets in scores.items():
-        pairs: list[list[float]] = []
-        shared = 0
-        for packet, mine in packets.items():
-            others = [s[packet] for r, s in scores.items() if r != rater and packet in s]
-            if not others:
-                continue
-            shared += 1
-            for target, value in sorted(mine.items()):
-                theirs = [o[target] for o in others if target in o]
-                if theirs:
-                    pairs.append([float(value), fmean(theirs)])
-        icc = icc_2_1(pairs) if shared >= MIN_SHARED_PACKETS else None
-        out[rater] = Agreement(rater, icc.icc if icc is not None else None, shared)
+    for rater, mine in scores.items():
+        measured = [
+            value
+            for other, theirs in scores.items()
+            if other != rater and (value := _pairwise(mine, theirs)) is not None
+        ]
+        shared = max(
+            (sum(1 for p in mine if p in theirs) for o, theirs in scores.items() if o != rater),
+            default=0,
+        )
+        out[rater] = Agreement(rater, max(measured) if measured else None, shared)
     return out
 
 
