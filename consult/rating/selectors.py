@@ -25,7 +25,7 @@ HIDDEN_FROM_RATERS = frozenset({"format", "case_id", "patient.pseudonym"})
 SHOWN_APART = frozenset({"question"})
 
 
-def _require_admin(user: Any) -> None:
+def _require_admin(user: User) -> None:
     if not is_admin(user):
         raise PermissionDenied
 
@@ -46,7 +46,7 @@ def comparator_current(*, dossier: LesionDossier) -> ComparatorPlan | None:
     return dossier.comparator_plans.order_by("-number").first()
 
 
-def comparator_dossiers(*, user: Any) -> QuerySet[LesionDossier]:
+def comparator_dossiers(*, user: User) -> QuerySet[LesionDossier]:
     """Submitted dossiers of the user's teams, with how many comparator versions each has."""
     return (
         consult_selectors.dossier_list(user=user, status=DossierStatus.SUBMITTED)
@@ -55,12 +55,12 @@ def comparator_dossiers(*, user: Any) -> QuerySet[LesionDossier]:
     )
 
 
-def comparator_dossier_get(*, user: Any, pk: int) -> LesionDossier:
+def comparator_dossier_get(*, user: User, pk: int) -> LesionDossier:
     """The dossier, if the user's teams own it (404 otherwise; 403 for other roles)."""
     return consult_selectors.dossier_get(user=user, pk=pk)
 
 
-def comparator_get(*, user: Any, pk: int) -> ComparatorPlan:
+def comparator_get(*, user: User, pk: int) -> ComparatorPlan:
     """A comparator version, if the user's teams own its dossier; 404 otherwise."""
     if not has_role(user, Role.CLINICIAN, Role.ADMIN):
         raise PermissionDenied
@@ -94,7 +94,7 @@ class Candidate:
         return self.comparator.independent
 
 
-def study_candidates(*, user: Any, with_similarity: bool = True) -> list[Candidate]:
+def study_candidates(*, user: User, with_similarity: bool = True) -> list[Candidate]:
     """Finished consultations with a plan whose dossier has a comparator plan: what a study
     can pair. The newest consultation of a dossier first."""
     _require_admin(user)
@@ -127,7 +127,7 @@ def rater_choices() -> QuerySet[User]:
     return User.objects.filter(is_active=True, groups__name=Role.RATER.value).order_by("email")
 
 
-def study_list(*, user: Any) -> QuerySet[Study]:
+def study_list(*, user: User) -> QuerySet[Study]:
     _require_admin(user)
     return Study.objects.annotate(
         packet_count=Count("packets", distinct=True),
@@ -136,7 +136,7 @@ def study_list(*, user: Any) -> QuerySet[Study]:
     ).order_by("-created_at")
 
 
-def study_get(*, user: Any, pk: int) -> Study:
+def study_get(*, user: User, pk: int) -> Study:
     _require_admin(user)
     try:
         return Study.objects.select_related("created_by").get(pk=pk)
@@ -161,7 +161,7 @@ def study_flagged_ratings(*, study: Study) -> QuerySet[Rating]:
     )
 
 
-def study_rating_get(*, user: Any, study: Study, pk: int) -> Rating:
+def study_rating_get(*, user: User, study: Study, pk: int) -> Rating:
     _require_admin(user)
     try:
         return Rating.objects.get(pk=pk, assignment__study=study)
@@ -189,7 +189,7 @@ def study_progress(*, study: Study) -> list[RaterProgress]:
 # --- raters: their queue and their packets ----------------------------------------------------
 
 
-def rater_queue(*, user: Any) -> QuerySet[Assignment]:
+def rater_queue(*, user: User) -> QuerySet[Assignment]:
     """The user's own assignments, in each study's case order for them; nothing of the
     packet but whether it is rated."""
     return (
@@ -200,7 +200,7 @@ def rater_queue(*, user: Any) -> QuerySet[Assignment]:
     )
 
 
-def assignment_get(*, user: Any, pk: int) -> Assignment:
+def assignment_get(*, user: User, pk: int) -> Assignment:
     """The user's own assignment; anyone else's looks absent (404)."""
     try:
         return Assignment.objects.select_related(

@@ -207,17 +207,15 @@ def decision_comparator(request: AuthedRequest, pk: int) -> HttpResponse:
                 )
         return redirect(back)
     decided = review_selectors.mdt_decision_get(consultation=consultation)
-    comparator = selectors.comparator_current(dossier=consultation.dossier)
+    current = selectors.comparator_current(dossier=consultation.dossier)
     return render(
         request,
         "rating/partials/_decision_comparator.html",
         {
             "consultation": consultation,
             "decided": decided,
-            "comparator": comparator,
-            "is_decision": bool(
-                comparator and decided and comparator.source_ref == decided.source_ref
-            ),
+            "comparator": current,
+            "is_decision": bool(current and decided and current.source_ref == decided.source_ref),
         },
     )
 

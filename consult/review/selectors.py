@@ -130,7 +130,7 @@ def review_status(stage: str, decision: str | None) -> str:
     return "awaiting review"
 
 
-def plan_consultation_get(*, user: Any, pk: int) -> Consultation:
+def plan_consultation_get(*, user: User, pk: int) -> Consultation:
     """A consultation the user's team may review, with its plan; 404 when there is none."""
     consultation = consult_selectors.consultation_get(user=user, pk=pk)
     if not Plan.objects.filter(consultation=consultation).exists():
@@ -362,8 +362,36 @@ def dossier_worklist(*, dossiers: list[LesionDossier]) -> dict[int, WorklistEntr
     return entries
 
 
+@dataclass(frozen=True)
+class SignedRecord:
+    """A consultation of the dossier whose review was signed off: the record that stays as it
+    was, whatever the dossier becomes."""
+
+    consultation_id: int
+    snapshot_number: int
+    plan_number: int
+    signed_at: datetime
+    signed_by: str
+
+
+def dossier_signed_records(*, dossier: LesionDossier) -> list[SignedRecord]:
+    rows = SignOff.objects.filter(consultation__dossier=dossier).select_related(
+        "consultation__snapshot", "signed_by"
+    )
+    return [
+        SignedRecord(
+            s.consultation_id,
+            s.consultation.snapshot.number,
+            s.plan_number,
+            s.signed_at,
+            str(s.signed_by),
+        )
+        for s in rows.order_by("signed_at")
+    ]
+
+
 # --- reports -------------------------------------------------------------------------------------
-def report_get(*, user: Any, pk: int) -> PlanReport:
+def report_get(*, user: User, pk: int) -> PlanReport:
     """A report whose consultation the user's team owns; 404 otherwise."""
     try:
         report = PlanReport.objects.select_related("consultation").get(pk=pk)
