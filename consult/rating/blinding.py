@@ -318,7 +318,10 @@ def _gate_text(gate: Mapping[str, Any]) -> str:
     match = _UNCHECKED.search(detail)
     if match:
         needs = _unique(
-            [clinical_sentence(n, 6, full_stop=False).lower() for n in match["needs"].split(", ")]
+            [
+                _lower_first(clinical_sentence(n, 6, full_stop=False))
+                for n in match["needs"].split(", ")
+            ]
         )
         what = match["what"]
         detail = f"Check {', '.join(needs)} before {what}"

@@ -84,6 +84,23 @@ def _item(group: list[str], modality: str) -> str:
     return text[0].upper() + text[1:]
 
 
+def _pathway(groups: list[list[str]]) -> list[dict[str, Any]]:
+    """The expectation's groups as a board's pathway: the drugs it names together as one
+    regimen (a board writes "trastuzumab with pertuzumab", not two steps), then each other
+    kind of step."""
+    drugs = [g for g in groups if _modality(g) == "systemic"]
+    steps = []
+    if drugs:
+        names = " with ".join(_term(g[0]) for g in drugs)
+        steps.append({"modality": "systemic", "description": _item([names], "systemic")})
+    steps += [
+        {"modality": _modality(g), "description": _item(g, _modality(g))}
+        for g in groups
+        if _modality(g) != "systemic"
+    ]
+    return [{"role": "primary", **step} for step in steps]
+
+
 def comparator_from_expected(expected: dict[str, Any]) -> dict[str, Any] | None:
     """A short ``mdtboard.plan/1`` from an evaluation file's expectations (FORMAT.md §3):
     what the case's authors said the pathway must contain, must not contain, and must watch,
@@ -103,14 +120,7 @@ def comparator_from_expected(expected: dict[str, Any]) -> dict[str, Any] | None:
         "recommendation": {
             "summary": "",
             "intent": None,
-            "components": [
-                {
-                    "role": "primary",
-                    "modality": _modality(group),
-                    "description": _item(group, _modality(group)),
-                }
-                for group in groups
-            ]
+            "components": _pathway(groups)
             # A board writes the checks that must come first as steps of the pathway.
             + [
                 {
