@@ -115,6 +115,8 @@ LABS: Mapping[str, Lab] = MappingProxyType(
         "85330-9": Lab("biomarkers.ki67_pct", "%"),
         "29593-1": Lab("biomarkers.ki67_pct", "%"),
         "83053-9": Lab("biomarkers.pdl1_tps_pct", "%"),
+        # age (exported dossiers carry it: the case file has no birth date)
+        "30525-0": Lab("patient.age_years", "a"),
         # vital signs and cardiac function (US Core / LOINC)
         "29463-7": Lab("patient.weight_kg", "kg"),
         "3141-9": Lab("patient.weight_kg", "kg"),

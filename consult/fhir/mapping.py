@@ -25,6 +25,7 @@ from consult.casefile.fields import (
 )
 from consult.casefile.validate import case_to_canonical, validate_case
 from consult.fhir import codes as c
+from consult.fhir.export import CASE_FIELD_SYSTEM, NONE_CODE, PRIOR_THERAPY_EXTENSION
 from consult.fhir.parse import ParsedBundle
 from consult.fhir.units import UnitError, convert
 
@@ -296,6 +297,11 @@ class _Mapper:
             if entry.fullUrl and entry.resource is not None:
                 self.by_key[str(entry.fullUrl)] = (index, entry.resource)
         self.patient_key: str | None = None
+        self.imported_notes = ""
+        self.recorded_none: dict[str, Source] = {}
+        self.her2_ihc_2plus: Source | None = None
+        self.her2_ish: list[tuple[str, Source]] = []
+        self.brca_negative: dict[str, Source] = {}
         self.cancer_type: str | None = None
         self.primary_key: str | None = None
 
@@ -415,6 +421,7 @@ class _Mapper:
                 continue
             handler(index, resource)
         self.finish_drug_courses()
+        self.finish_her2_and_brca()
 
     def key_of(self, index: int, resource: Any) -> str:
         rid = getattr(resource, "id", None)
@@ -667,7 +674,10 @@ class _Mapper:
             return
         loinc = {str(x.code) for x in _codings(obs.code) if x.code}
         profiles = _profiles(obs)
-        if loinc & set(c.LABS):
+        own = _first_code(obs.code, [CASE_FIELD_SYSTEM])[0]
+        if own:
+            self.case_field(index, obs, when, own)
+        elif loinc & set(c.LABS):
             self.quantity(index, obs, when, loinc)
         elif loinc & set(c.QUALITATIVE):
             self.qualitative(index, obs, when, loinc)
@@ -708,6 +718,59 @@ class _Mapper:
             )
         else:
             self.skip(index, obs, "no dossier field for this observation's code", label)
+
+    def case_field(self, index: int, obs: Any, when: str, path: str) -> None:
+        """A field in this application's own code system (an mdtboard export): its value
+        as written, checked by the field's type."""
+        spec = FIELDS_BY_PATH.get(path)
+        label = _text_of(obs.code)
+        value_code = _first_code(getattr(obs, "valueCodeableConcept", None), [CASE_FIELD_SYSTEM])[0]
+        if (
+            spec is not None
+            and spec.type in (FieldType.LIST_STR, FieldType.PRIOR_THERAPIES)
+            and (value_code == NONE_CODE)
+        ):
+            self.recorded_none[path] = self.source(index, obs, obs.code, when=when)
+            return
+        if (
+            spec is None
+            or (spec.parent is None
+            and path != "notes")
+            or spec.type
+            in (
+                FieldType.PRIOR_THERAPIES,
+                FieldType.TOXICITY,
+            )
+        ):
+            self.skip(index, obs, f"{path!r} is not a field this application reads", label)
+            return
+        value: Any = None
+        if spec.type is FieldType.BOOL:
+            value = getattr(obs, "valueBoolean", None)
+        elif spec.type is FieldType.INT:
+            value = getattr(obs, "valueInteger", None)
+        elif spec.type is FieldType.NUMBER:
+            number = _number(getattr(getattr(obs, "valueQuantity", None), "value", None))
+            value = _tidy(number) if number is not None else None
+        elif spec.type is FieldType.ENUM:
+            code = _first_code(getattr(obs, "valueCodeableConcept", None), [CASE_FIELD_SYSTEM])[0]
+            value = code if code in spec.choice_values else None
+        elif spec.type is FieldType.LIST_STR:
+            text = getattr(obs, "valueString", None)
+            value = [line for line in str(text).split("\n") if line.strip()] if text else None
+        else:
+            value = getattr(obs, "valueString", None)
+        if value is None:
+            self.skip(index, obs, f"no value of the kind {spec.name} holds", label)
+            return
+        source = self.source(index, obs, obs.code, when=when)
+        if spec.type is FieldType.LIST_STR:
+            for item in value:
+                self.add_to_list(path, item, source)
+        elif path == "notes":
+            self.imported_notes = str(value)
+        else:
+            self.offer(path, value, source)
 
     def quantity(self, index: int, obs: Any, when: str, loinc: set[str]) -> None:
         code = next(x for x in loinc if x in c.LABS)
@@ -825,14 +888,17 @@ class _Mapper:
             self.offer("biomarkers.her2", score, self.source(index, obs, obs.code, when=when))
             return
         answer = _positive_negative(obs)
-        shown = score or answer or _text_of(value) or "no result"
         if loinc & c.HER2_IHC and score == "2+":
-            reason = "IHC 2+ needs the ISH result to be recorded (2+ ISH-negative or -positive)"
-        else:
-            reason = (
-                "the dossier records HER2 as an IHC score (0, 1+, 2+ with ISH, 3+); a "
-                f"{shown!r} result cannot be placed without it (HER2-low matters)"
-            )
+            self.her2_ihc_2plus = self.source(index, obs, obs.code, when=when)
+            return
+        if loinc & c.HER2_ISH and answer is not None:
+            self.her2_ish.append((answer, self.source(index, obs, obs.code, when=when)))
+            return
+        shown = score or answer or _text_of(value) or "no result"
+        reason = (
+            "the dossier records HER2 as an IHC score (0, 1+, 2+ with ISH, 3+); a "
+            f"{shown!r} result cannot be placed without it (HER2-low matters)"
+        )
         self.skip(index, obs, reason + "; written in the notes", label)
         self.notes.append(f"HER2 {shown} ({label}; {when or 'no date'}).")
 
@@ -963,6 +1029,10 @@ class _Mapper:
             return
         mapped = False
         for gene in genes:
+            if gene in ("BRCA1", "BRCA2") and germline and present == "negative":
+                self.brca_negative[gene] = self.source(index, obs, obs.code, when=when)
+                mapped = True
+                continue
             value = _driver_value(gene, present, protein or name, germline, genes)
             if value is None:
                 continue
@@ -981,7 +1051,46 @@ class _Mapper:
 
     # ----- treatments
 
+    def exported_therapy(self, index: int, resource: Any) -> bool:
+        """A prior therapy written by this application carries all its keys in one extension:
+        taken whole, so that exporting and importing again gives the same entry."""
+        found = _extensions(resource, PRIOR_THERAPY_EXTENSION)
+        if not found:
+            return False
+        entry: dict[str, Any] = {}
+        toxicity: dict[str, Any] = {}
+        for inner in found[0].extension or []:
+            value = next(
+                (
+                    getattr(inner, name)
+                    for name in ("valueString", "valueInteger", "valueDecimal", "valueBoolean")
+                    if getattr(inner, name, None) is not None
+                ),
+                None,
+            )
+            if isinstance(value, Decimal):
+                value = _tidy(float(value))
+            key = str(inner.url)
+            if key.startswith("toxicity."):
+                toxicity[key.removeprefix("toxicity.")] = value
+            elif key in _PRIOR_KEYS:
+                entry[key] = value
+        if toxicity:
+            entry["toxicity"] = toxicity
+        label = str(entry.get("regimen") or "")
+        if self.after_question(str(entry.get("start_date") or "")):
+            self.skip(index, resource, "dated after the question's date", label)
+            return True
+        concept = getattr(resource, "code", None) or getattr(
+            resource, "medicationCodeableConcept", None
+        )
+        when = str(entry.get("start_date") or "")
+        self.therapies.append((entry, self.source(index, resource, concept, when=when)))
+        return True
+
     def procedure(self, index: int, proc: Any) -> None:
+        if self.exported_therapy(index, proc):
+            return
         label = _text_of(proc.code)
         status = str(getattr(proc, "status", "") or "")
         profiles = _profiles(proc)
@@ -1069,6 +1178,8 @@ class _Mapper:
         return None
 
     def medication(self, index: int, resource: Any) -> None:
+        if self.exported_therapy(index, resource):
+            return
         concept = self.medication_concept(resource)
         label = _drug_name(concept)
         status = str(getattr(resource, "status", "") or "")
@@ -1105,6 +1216,68 @@ class _Mapper:
                 source=source,
             )
         )
+
+    def finish_her2_and_brca(self) -> None:
+        """HER2 IHC 2+ is placed only with its ISH result; germline BRCA is "negative" only when
+        both genes were tested negative."""
+        if self.her2_ihc_2plus is not None:
+            ihc = self.her2_ihc_2plus
+            if self.her2_ish:
+                answer, ish = max(self.her2_ish, key=lambda item: item[1].date)
+                note = f"IHC 2+ ({ihc.resource}) with ISH {answer} ({ish.resource})"
+                self.offer(
+                    "biomarkers.her2",
+                    f"2+_ish_{answer}",
+                    Source(
+                        ihc.resource, ihc.path, ihc.code, ihc.system, ihc.display, ihc.date, note
+                    ),
+                )
+            else:
+                self.not_imported.append(
+                    NotImported(
+                        ihc.path,
+                        ihc.resource,
+                        "HER2 IHC 2+",
+                        "an IHC 2+ result needs its ISH result (2+ ISH-negative or -positive); "
+                        "none is recorded",
+                    )
+                )
+        elif self.her2_ish:
+            for answer, ish in self.her2_ish:
+                self.not_imported.append(
+                    NotImported(
+                        ish.path,
+                        ish.resource,
+                        f"HER2 ISH {answer}",
+                        "an ISH result is placed only with an IHC 2+ score",
+                    )
+                )
+        if set(self.brca_negative) == {"BRCA1", "BRCA2"}:
+            first = self.brca_negative["BRCA1"]
+            self.offer(
+                "biomarkers.germline_brca",
+                "negative",
+                Source(
+                    first.resource,
+                    first.path,
+                    first.code,
+                    first.system,
+                    first.display,
+                    first.date,
+                    "germline BRCA1 and BRCA2 both negative",
+                ),
+            )
+        else:
+            for gene, source in self.brca_negative.items():
+                self.not_imported.append(
+                    NotImported(
+                        source.path,
+                        source.resource,
+                        f"germline {gene} negative",
+                        "germline BRCA is recorded as negative only when both genes were "
+                        "tested negative",
+                    )
+                )
 
     def finish_drug_courses(self) -> None:
         """Cancer medicines become prior systemic therapies: drugs of the same intent given at
@@ -1213,11 +1386,20 @@ class _Mapper:
         for position, (entry, source) in enumerate(therapies):
             full = {f.key: entry.get(f.key) for f in PRIOR_THERAPY_FIELDS}
             values.append(Mapped(f"diagnosis.prior_therapies[{position}]", full, source))
-        if self.notes:
+        if self.imported_notes and not self.notes:
+            values.append(
+                Mapped("notes", self.imported_notes, Source("Bundle", "Bundle", note="notes"))
+            )
+        elif self.notes:
             text = "From the FHIR record (not mapped to fields): " + " ".join(self.notes)
+            if self.imported_notes:
+                text = self.imported_notes + "\n\n" + text
             values.append(
                 Mapped("notes", text[:10_000], Source("Bundle", "Bundle", note="summary"))
             )
+        for path, source in self.recorded_none.items():
+            if not any(m.field.split("[")[0] == path for m in values):
+                values.append(Mapped(path, [], source))
         _place(case, values)
         # The case must validate: a value that contradicts another (or a list too long) is
         # taken out and listed with the validator's message, never silently kept.
@@ -1299,6 +1481,7 @@ def _days(a: str, b: str) -> int:
         return 10_000
 
 
+_PRIOR_KEYS = frozenset(f.key for f in PRIOR_THERAPY_FIELDS)
 _REASON_ORDER = ("progression", "toxicity", "patient_choice", "other", "completed")
 
 
@@ -1319,6 +1502,9 @@ def _shown(mapped: Mapped) -> str:
 def _place(case: dict[str, Any], values: list[Mapped]) -> None:
     lists: dict[str, list[Any]] = {}
     for mapped in values:
+        if mapped.value == []:
+            lists.setdefault(mapped.field, [])
+            continue
         if mapped.field.startswith("diagnosis.prior_therapies["):
             lists.setdefault("diagnosis.prior_therapies", []).append(mapped.value)
             continue
@@ -1476,6 +1662,10 @@ def _driver_value(
             return "biomarkers.egfr", "negative"
         if short == "L858R":
             return "biomarkers.egfr", "L858R"
+        if re.search(r"exon\s*19\s*del", change, re.I):
+            return "biomarkers.egfr", "exon19del"
+        if re.search(r"exon\s*20\s*ins", change, re.I):
+            return "biomarkers.egfr", "exon20ins"
         deletion = _EGFR_DELETION.search(change)
         if deletion and int(deletion.group(1)) >= 729 and int(deletion.group(2)) <= 761:
             return "biomarkers.egfr", "exon19del"
