@@ -361,3 +361,18 @@ CANCER_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\blymphoma\b|\bhodgkin", re.I), "lymphoma"),
     (re.compile(r"\blung\b|\bNSCLC\b|bronch", re.I), "lung"),
 )
+
+
+# Liver findings for Child-Pugh (SNOMED CT): ascites, hepatic encephalopathy, and the severity
+# qualifiers of Condition.severity (mild, moderate, severe).
+ASCITES = "389026000"
+HEPATIC_ENCEPHALOPATHY = "13920009"
+MILD, MODERATE, SEVERE = "255604002", "6736007", "24484000"
+# Condition severity -> the dossier's grade; a severity that straddles two grades is not placed.
+ASCITES_GRADES: Mapping[str, str] = MappingProxyType(
+    {MILD: "mild", MODERATE: "moderate_severe", SEVERE: "moderate_severe"}
+)
+ENCEPHALOPATHY_GRADES: Mapping[str, str] = MappingProxyType(
+    {MILD: "grade_1_2", SEVERE: "grade_3_4"}
+)
+EXT_RELATED_CONDITION_ABSENT = mcode("mcode-related-condition-absent")

@@ -27,7 +27,7 @@ from consult.casefile.validate import case_to_canonical, validate_case
 from consult.fhir import codes as c
 from consult.fhir.export import CASE_FIELD_SYSTEM, NONE_CODE, PRIOR_THERAPY_EXTENSION
 from consult.fhir.parse import ParsedBundle
-from consult.fhir.units import UnitError, convert
+from consult.fhir.units import DIMENSIONLESS, UnitError, convert
 
 DEFAULT_QUESTION = "What is the recommended management of the index lesion?"
 # Identifiers, names and contact details never enter the board: patients are pseudonymised.
@@ -559,6 +559,9 @@ class _Mapper:
             self.source(index, condition, condition.code, when=onset, note=f"read from the {how}"),
         )
         label = morph_text or histology
+        if not label and cancer == "lymphoma":
+            # Lymphoma codes name the subtype ("Diffuse large B-cell lymphoma", ICD-10 C83.3).
+            label = _text_of(condition.code)
         if label:
             concept = morphology if morph_text else condition.code
             self.offer(
@@ -616,7 +619,49 @@ class _Mapper:
 
     # ----- other conditions
 
+    def liver_finding(self, index: int, resource: Any) -> bool:
+        """Ascites and hepatic encephalopathy are Child-Pugh inputs: graded by the condition's
+        severity, "none" when recorded as refuted (ruled out)."""
+        hit = _has_code(resource.code, [c.ASCITES, c.HEPATIC_ENCEPHALOPATHY])
+        if hit is None:
+            return False
+        ascites = hit[0] == c.ASCITES
+        path = "organ_function.ascites" if ascites else "organ_function.encephalopathy"
+        grades = c.ASCITES_GRADES if ascites else c.ENCEPHALOPATHY_GRADES
+        when = _condition_date(resource)
+        label = _text_of(resource.code)
+        verification = _first_code(getattr(resource, "verificationStatus", None))[0]
+        if verification == "entered-in-error":
+            self.skip(index, resource, "entered in error", label)
+            return True
+        status = _first_code(getattr(resource, "clinicalStatus", None), [c.CONDITION_CLINICAL])[0]
+        if verification == "refuted" or status == "resolved":
+            note = "ruled out" if verification == "refuted" else "resolved"
+            self.offer(
+                path, "none", self.source(index, resource, resource.code, when=when, note=note)
+            )
+            return True
+        severity = _has_code(getattr(resource, "severity", None), grades)
+        if severity is None:
+            self.skip(
+                index,
+                resource,
+                "present, but its grade is not recorded (Condition.severity mild or severe) and "
+                "the grade changes the Child-Pugh score",
+                label,
+            )
+            self.notes.append(f"{label} (grade not recorded; {when or 'no date'}).")
+            return True
+        self.offer(
+            path,
+            grades[severity[0]],
+            self.source(index, resource, resource.severity, when=when, note=label),
+        )
+        return True
+
     def condition(self, index: int, resource: Any) -> None:
+        if self.liver_finding(index, resource):
+            return
         label = _text_of(resource.code)
         if _refuted(resource):
             self.skip(index, resource, "recorded as refuted or entered in error", label)
@@ -709,6 +754,19 @@ class _Mapper:
         elif c.DISEASE_STATUS in loinc:
             self.disease_status(index, obs, when)
         elif c.mcode("mcode-comorbidities") in profiles:
+            for ext in _extensions(obs, c.EXT_RELATED_CONDITION_ABSENT):
+                absent = _has_code(ext.valueCodeableConcept, [c.ASCITES, c.HEPATIC_ENCEPHALOPATHY])
+                if absent:
+                    path = (
+                        "organ_function.ascites"
+                        if absent[0] == c.ASCITES
+                        else "organ_function.encephalopathy"
+                    )
+                    self.offer(
+                        path,
+                        "none",
+                        self.source(index, obs, ext.valueCodeableConcept, when=when, note="absent"),
+                    )
             self.skip(
                 index,
                 obs,
@@ -734,8 +792,7 @@ class _Mapper:
             return
         if (
             spec is None
-            or (spec.parent is None
-            and path != "notes")
+            or (spec.parent is None and path != "notes")
             or spec.type
             in (
                 FieldType.PRIOR_THERAPIES,
@@ -812,7 +869,8 @@ class _Mapper:
         shown = _tidy(value)
         if spec.type is FieldType.INT:
             shown = round(value)
-        note = "" if unit == lab.unit else f"{raw_value:g} {unit} converted to {shown} {lab.unit}"
+        unchanged = unit == lab.unit or (unit in DIMENSIONLESS and lab.unit in DIMENSIONLESS)
+        note = "" if unchanged else f"{raw_value:g} {unit} converted to {shown} {lab.unit}"
         self.offer(lab.field, shown, self.source(index, obs, obs.code, when=when, note=note))
         if lab.field == c.LDH_FIELD:
             for reference in getattr(obs, "referenceRange", None) or []:
@@ -1121,9 +1179,14 @@ class _Mapper:
             self.skip(index, proc, f"dated {start}, after the question's date", label)
             return
         intent = self.intent_of(proc)
+        kind = "radiotherapy" if radiotherapy else "operation"
+        if not radiotherapy and _LOCOREGIONAL.search(label):
+            kind = "locoregional"
+        elif not radiotherapy and _TRANSPLANT.search(label):
+            kind = "transplant"
         entry: dict[str, Any] = {
             "line": 0,
-            "kind": "radiotherapy" if radiotherapy else "operation",
+            "kind": kind,
             "intent": intent,
             "regimen": label[:200] if not radiotherapy else _radiotherapy_text(proc, label),
             "start_date": start or None,
@@ -1702,6 +1765,15 @@ _DIAGNOSTIC = re.compile(
     r"sampling|staging|examination",
     re.I,
 )
+
+
+# Liver-directed and other local treatments that are not operations (SNOMED procedure names).
+_LOCOREGIONAL = re.compile(
+    r"emboli[sz]ation|chemoemboli|\bTA(?:C|R)E\b|\bSIRT\b|radioemboli|ablation|radiofrequency|"
+    r"microwave|cryo",
+    re.I,
+)
+_TRANSPLANT = re.compile(r"transplant", re.I)
 
 
 def _drug_name(concept: Any) -> str:
