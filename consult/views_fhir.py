@@ -209,11 +209,10 @@ def fhir_import_confirm(request: AuthedRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @role_required(Role.CLINICIAN, Role.ADMIN)
 def fhir_server_import(request: AuthedRequest) -> HttpResponse:
-    if not settings.FHIR_SERVER_URL:
-        raise Http404("No FHIR server is configured")
     teams = selectors.teams_for(user=request.user)
     form = FhirServerForm(request.POST or None, teams=teams)
-    if request.method == "POST" and form.is_valid():
+    configured = bool(settings.FHIR_SERVER_URL)
+    if configured and request.method == "POST" and form.is_valid():
         patient_id = form.cleaned_data["patient_id"].strip()
         try:
             raw = fetch_everything(
@@ -230,7 +229,8 @@ def fhir_server_import(request: AuthedRequest) -> HttpResponse:
                 raw=raw, filename=f"Patient/{patient_id}/$everything", as_of=as_of
             )
             return render_preview(request, preview, team=form.cleaned_data["team"])
-    return render(request, "consult/fhir_server.html", {"form": form}, status=200)
+    context = {"form": form, "configured": configured}
+    return render(request, "consult/fhir_server.html", context)
 
 
 @require_GET
