@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
@@ -91,7 +92,7 @@ class Mapped:
     field: str
     value: Any
     source: Source
-    others: list[tuple[Any, Source]] = field(default_factory=list)
+    others: list[tuple[Any, Source]] = dc_field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -506,7 +507,8 @@ class _Mapper:
             profiles = _profiles(resource)
             if c.SECONDARY_CANCER in profiles:
                 continue
-            if c.PRIMARY_CANCER in profiles or self.cancer_of(resource.code)[0] is not None:
+            code = getattr(resource, "code", None)
+            if c.PRIMARY_CANCER in profiles or self.cancer_of(code)[0] is not None:
                 if _refuted(resource):
                     continue
                 found.append((self.key_of(index, resource), (index, resource)))
@@ -980,7 +982,7 @@ class _Mapper:
             self.skip(index, obs, "the category could not be read from the result", label)
             return
         organ = self.cancer_type
-        if organ in TNM_CODES and found not in TNM_CODES[organ][axis]:
+        if organ is not None and organ in TNM_CODES and found not in TNM_CODES[organ][axis]:
             self.skip(index, obs, f"{found} is not an AJCC 8 code for this cancer", label)
             return
         basis = {"p": "pathologic", "c": "clinical"}.get(kind, "unspecified")
