@@ -31,6 +31,7 @@ from consult.fhir.parse import ParsedBundle
 from consult.fhir.units import DIMENSIONLESS, UnitError, convert
 
 DEFAULT_QUESTION = "What is the recommended management of the index lesion?"
+MAX_DISTINCT_UNITS = 200
 # Identifiers, names and contact details never enter the board: patients are pseudonymised.
 _DIRECT_IDENTIFIERS = ("identifier", "name", "telecom", "address", "contact", "photo")
 # Resources that carry no fact of the dossier, with the reason shown on the review screen.
@@ -299,6 +300,7 @@ class _Mapper:
                 self.by_key[str(entry.fullUrl)] = (index, entry.resource)
         self.patient_key: str | None = None
         self.imported_notes = ""
+        self.units_seen: set[str] = set()
         self.recorded_none: dict[str, Source] = {}
         self.her2_ihc_2plus: Source | None = None
         self.her2_ish: list[tuple[str, Source]] = []
@@ -863,6 +865,13 @@ class _Mapper:
                 "valueQuantity.system",
             )
             return
+        if unit is not None and unit not in self.units_seen:
+            # Each new unit code is parsed by the UCUM grammar (milliseconds); a record uses a
+            # handful. A bundle of thousands of distinct codes is junk and must not cost minutes.
+            if len(self.units_seen) >= MAX_DISTINCT_UNITS:
+                self.skip(index, obs, "too many distinct unit codes in one record", label)
+                return
+            self.units_seen.add(unit)
         try:
             value = convert(raw_value, unit, lab.unit, molar_mass_g_mol=lab.molar_mass_g_mol)
         except UnitError as exc:

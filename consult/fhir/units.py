@@ -25,11 +25,34 @@ def _registry() -> Any:
     return PintUcumRegistry()
 
 
+# UCUM codes are short ("mg/dL", "10*3/uL"); a longer one is junk, and parsing costs grow with
+# the length (ucumvert's grammar runs on an Earley parser).
+MAX_CODE_LENGTH = 40
+
+
+@functools.lru_cache(maxsize=512)
 def _quantity(code: str) -> Any:
+    # Parsing one code takes milliseconds and a record repeats a handful of units thousands of
+    # times: each is parsed once per process.
+    if len(code) > MAX_CODE_LENGTH:
+        raise UnitError(f"a unit code of {len(code)} characters is not a UCUM unit")
     try:
         return _registry().from_ucum(code)
     except Exception as exc:  # ucumvert raises its own and lark's errors for unreadable codes
         raise UnitError(f"{code!r} is not a UCUM unit this application can read") from exc
+
+
+@functools.lru_cache(maxsize=1024)
+def _factor(unit: str, target: str, molar_mass_g_mol: float | None) -> float:
+    """How many ``target`` one ``unit`` is (every unit the dossier uses is proportional)."""
+    source = _quantity(unit)
+    wanted = _quantity(target)
+    if molar_mass_g_mol is not None and source.check("[substance] / [length] ** 3"):
+        source = source * (molar_mass_g_mol * _quantity("g/mol"))
+    try:
+        return float(source.to(wanted.units).magnitude / wanted.magnitude)
+    except Exception as exc:  # pint's DimensionalityError and friends
+        raise UnitError(f"{unit!r} does not measure the same thing as {target!r}") from exc
 
 
 def convert(
@@ -53,12 +76,4 @@ def convert(
         if unit in DIMENSIONLESS:
             return value
         raise UnitError(f"{unit!r} is not a plain ratio")
-    source = value * _quantity(unit)
-    wanted = _quantity(target)
-    if molar_mass_g_mol is not None and source.check("[substance] / [length] ** 3"):
-        source = source * (molar_mass_g_mol * _quantity("g/mol"))
-    try:
-        converted = source.to(wanted.units).magnitude / wanted.magnitude
-    except Exception as exc:  # pint's DimensionalityError and friends
-        raise UnitError(f"{unit!r} does not measure the same thing as {target!r}") from exc
-    return float(converted)
+    return value * _factor(unit, target, molar_mass_g_mol)
