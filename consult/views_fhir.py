@@ -123,14 +123,15 @@ def review_context(
         for v in provenance["values"]
     ]
     not_imported = provenance["not_imported"]
+    total = int(provenance.get("not_imported_total", len(not_imported)))
     return {
         "filename": filename,
         "as_of": as_of,
         "entries": provenance.get("entries", 0),
         "rows": rows,
         "not_imported": not_imported[:NOT_IMPORTED_SHOWN],
-        "not_imported_more": max(0, len(not_imported) - NOT_IMPORTED_SHOWN),
-        "not_imported_count": len(not_imported),
+        "not_imported_more": max(0, total - NOT_IMPORTED_SHOWN),
+        "not_imported_count": total,
         "needs": [(fact_label(f"derived.{name}"), missing) for name, missing in needs],
         "form": form,
     }

@@ -32,6 +32,7 @@ from consult.fhir.units import DIMENSIONLESS, UnitError, convert
 
 DEFAULT_QUESTION = "What is the recommended management of the index lesion?"
 MAX_DISTINCT_UNITS = 200
+MAX_NOT_IMPORTED_KEPT = 1000
 # Identifiers, names and contact details never enter the board: patients are pseudonymised.
 _DIRECT_IDENTIFIERS = ("identifier", "name", "telecom", "address", "contact", "photo")
 # Resources that carry no fact of the dossier, with the reason shown on the review screen.
@@ -137,7 +138,10 @@ class FhirMapping:
         """Everything the review screen and the stored import record show, as JSON."""
         return {
             "values": [m.as_dict() for m in self.values],
-            "not_imported": [n.as_dict() for n in self.not_imported],
+            # Bounded: the list travels in the review form and is stored with the dossier; a
+            # junk bundle can have tens of thousands of items, the first ones say enough.
+            "not_imported": [n.as_dict() for n in self.not_imported[:MAX_NOT_IMPORTED_KEPT]],
+            "not_imported_total": len(self.not_imported),
             "entries": self.entries,
         }
 

@@ -56,23 +56,27 @@ class Command(BaseCommand):
         failed = 0
         for path in files:
             raw = path.read_bytes()
+            summary: list[str] = []
             if looks_like_fhir(raw):
                 result, preview = bundle_import(
                     actor=user, team=team, raw=raw, filename=str(path), as_of=options["as_of"]
                 )
                 if preview.mapping is not None and result.ok:
-                    self.stdout.write(
+                    summary = [
                         f"  FHIR: {len(preview.mapping.values)} values imported, "
                         f"{len(preview.mapping.not_imported)} items not imported"
-                    )
-                    for item in preview.mapping.not_imported:
-                        self.stdout.write(f"  not imported: {item.path} {item.what}: {item.reason}")
+                    ] + [
+                        f"  not imported: {item.path} {item.what}: {item.reason}"
+                        for item in preview.mapping.not_imported
+                    ]
             else:
                 result = case_import(actor=user, team=team, raw=raw, filename=str(path))
             if result.ok and result.dossier is not None:
                 self.stdout.write(
                     f"imported {path} -> dossier {result.dossier.pk} ({result.dossier.case_id})"
                 )
+                for line in summary:
+                    self.stdout.write(line)
                 for warning in result.warnings:
                     self.stdout.write(f"  warning: {warning}")
             else:
