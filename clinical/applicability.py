@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from knowledge.bundle import Condition, Context
-from knowledge.calculators import derive_all
-from knowledge.calculators.clinicaltext import complete_from_text, likely_missing
-from knowledge.calculators.negation import affirms
+from clinical.calculators import derive_all
+from clinical.rules import Condition, Context
+from clinical.text.clinicaltext import complete_from_text, likely_missing
+from clinical.text.negation import affirms
 
 Truth = bool | None
 

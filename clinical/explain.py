@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from knowledge.applicability import condition_holds
-from knowledge.bundle import Context
+from clinical.applicability import condition_holds
+from clinical.rules import Context
 
 
 def held_conditions(context: Context, facts: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:

@@ -60,13 +60,13 @@ def plan_offline(case: Mapping[str, Any], bundle: Any, *, max_rounds: int = 3) -
     memory (the same applicability rules as the database retriever)."""
     import asyncio
 
+    from clinical.applicability import case_facts
+    from clinical.calculators import derive_all, staging_summary
     from consult.bundle_retriever import BundleRetriever
     from consult.engine.deliberation import Deliberation, EngineConfig
     from consult.engine.protocols import MemoryStore
     from consult.engine.providers import GuidelineProvider
     from consult.labels import fact_labels
-    from knowledge.applicability import case_facts
-    from knowledge.calculators import derive_all, staging_summary
 
     deliberation = Deliberation(
         case=case,

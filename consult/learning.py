@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clinical.calculators import derive_all, staging_summary
 from consult.engine.protocols import PastCase
-from knowledge.calculators import derive_all, staging_summary
 from knowledge.embeddings import EmbeddingError
 from knowledge.memory.evolution import evolution_propose
 from knowledge.memory.models import EntrySource

@@ -11,6 +11,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from clinical.calculators import derive_all
 from consult import selectors
 from consult.casefile.fields import SECTIONS, get_field
 from consult.casefile.schema import SCHEMA_PATH
@@ -49,7 +50,6 @@ from consult.services.dossiers import (
     dossier_warnings,
     draft_case,
 )
-from knowledge.calculators import derive_all
 from mdtboard.accounts.roles import Role, role_required
 from mdtboard.audit.services import audit_record
 from mdtboard.core.http import AuthedRequest, vary_on_htmx, wants_fragment

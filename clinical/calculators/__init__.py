@@ -6,12 +6,10 @@ required input gives ``value=None`` and names the dotted path in ``inputs_missin
 
 from __future__ import annotations
 
-from consult.engine.vocab import STAGING_KEYS
-from knowledge.calculators._common import CalcResult, CalcValue, FactValue
-from knowledge.calculators.allergies import allergies_unmapped, allergy_classes
-from knowledge.calculators.breast import breast_subtype
-from knowledge.calculators.derive import derive_all, staging_summary
-from knowledge.calculators.liver import (
+from clinical.calculators.allergies import allergies_unmapped, allergy_classes
+from clinical.calculators.breast import breast_subtype
+from clinical.calculators.derive import derive_all, staging_summary
+from clinical.calculators.liver import (
     albi_grade,
     albi_grade_for,
     albi_linear_predictor,
@@ -23,7 +21,7 @@ from knowledge.calculators.liver import (
     child_pugh_score,
     liver_decompensated,
 )
-from knowledge.calculators.lymphoma import (
+from clinical.calculators.lymphoma import (
     ann_arbor_stage,
     classify_lymphoma,
     cns_ipi,
@@ -35,7 +33,7 @@ from knowledge.calculators.lymphoma import (
     lymphoma_entity,
     parse_ann_arbor,
 )
-from knowledge.calculators.medications import (
+from clinical.calculators.medications import (
     anticoagulants,
     antiplatelets,
     cyp2d6_inhibitors,
@@ -43,7 +41,7 @@ from knowledge.calculators.medications import (
     strong_cyp3a4_inducers,
     strong_cyp3a4_inhibitors,
 )
-from knowledge.calculators.patient import (
+from clinical.calculators.patient import (
     early_relapse,
     frailty,
     months_to_relapse,
@@ -51,8 +49,7 @@ from knowledge.calculators.patient import (
     pregnancy_trimester,
     prior_regimens,
 )
-from knowledge.calculators.preferences import declines, parse_preferences, wants
-from knowledge.calculators.renal import (
+from clinical.calculators.renal import (
     calvert_dose_mg,
     carboplatin_auc5_mg,
     carboplatin_auc6_mg,
@@ -61,19 +58,22 @@ from knowledge.calculators.renal import (
     crcl_cockcroft_gault,
     egfr_ckd_epi_2021,
 )
-from knowledge.calculators.tnm import (
+from clinical.calculators.tnm import (
     breast_stage_group,
     breast_tnm_stage,
     lung_stage_group,
     lung_tnm_stage,
     tnm_stage,
 )
-from knowledge.calculators.transplant import (
+from clinical.calculators.transplant import (
     tumour_burden_score,
     within_milan,
     within_ucsf,
     within_up_to_7,
 )
+from clinical.results import CalcResult, CalcValue, FactValue
+from clinical.text.preferences import declines, parse_preferences, wants
+from clinical.vocab import STAGING_KEYS
 
 __all__ = [
     "STAGING_KEYS",

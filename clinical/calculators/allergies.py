@@ -27,8 +27,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs, lookup
-from knowledge.calculators.negation import affirms
+from clinical.results import CalcResult, Inputs, lookup
+from clinical.text.negation import affirms
 
 ALLERGY_SOURCE: Final = (
     "EAACI beta-lactam allergy position paper (Romano A et al., Allergy 2020); AAAAI/ACAAI "

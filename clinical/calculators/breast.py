@@ -6,8 +6,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs, lookup
-from knowledge.calculators.tnm import breast_tnm_stage
+from clinical.calculators.tnm import breast_tnm_stage
+from clinical.results import CalcResult, Inputs, lookup
 
 SUBTYPE_SOURCE: Final = (
     "Allison KH, et al. Estrogen and progesterone receptor testing in breast cancer: ASCO/CAP "

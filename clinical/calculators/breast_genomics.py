@@ -13,9 +13,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs
-from knowledge.calculators.negation import negated_at
-from knowledge.calculators.textfacts import case_texts
+from clinical.results import CalcResult, Inputs
+from clinical.text.negation import negated_at
+from clinical.text.textfacts import case_texts
 
 GENOMICS_SOURCE: Final = (
     "Read from the molecular report in the free text (tumour tissue or ctDNA). ESR1 mutation -> "

@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs, lookup
-from knowledge.calculators.negation import clause_at, negated_at
+from clinical.results import CalcResult, Inputs, lookup
+from clinical.text.negation import clause_at, negated_at
 
 SURGERY_SOURCE: Final = (
     "Read from diagnosis.prior_therapies[].regimen, the notes and the lesion description "

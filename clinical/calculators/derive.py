@@ -5,17 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from consult.engine.vocab import STAGING_KEYS
-from knowledge.calculators._common import CalcResult, CalcValue, lookup
-from knowledge.calculators.allergies import allergies_unmapped, allergy_classes
-from knowledge.calculators.breast import adjuvant_cdk46, breast_subtype
-from knowledge.calculators.breast_genomics import (
+from clinical.calculators.allergies import allergies_unmapped, allergy_classes
+from clinical.calculators.breast import adjuvant_cdk46, breast_subtype
+from clinical.calculators.breast_genomics import (
     esr1_mutation,
     pi3k_pathway_altered,
     pik3ca_mutation,
 )
-from knowledge.calculators.breast_local import breast_surgery_done
-from knowledge.calculators.dosing import (
+from clinical.calculators.breast_local import breast_surgery_done
+from clinical.calculators.dosing import (
     bsa_m2,
     capecitabine_renal_dose_pct,
     carboplatin_gfr_basis,
@@ -25,13 +23,13 @@ from knowledge.calculators.dosing import (
     irinotecan_hepatic_dose_pct,
     paclitaxel_hepatic_dose_pct,
 )
-from knowledge.calculators.history import (
+from clinical.calculators.history import (
     intolerant_of,
     prior_regimens_with_history,
     progressed_on,
     treatment_line_with_history,
 )
-from knowledge.calculators.liver import (
+from clinical.calculators.liver import (
     albi_grade,
     albi_score,
     bclc_stage,
@@ -39,12 +37,12 @@ from knowledge.calculators.liver import (
     child_pugh_score,
     liver_decompensated,
 )
-from knowledge.calculators.lung import (
+from clinical.calculators.lung import (
     lung_cns_active_targeted,
     lung_drivers,
     lung_first_line_targeted,
 )
-from knowledge.calculators.lymphoma import (
+from clinical.calculators.lymphoma import (
     ann_arbor_stage,
     cns_ipi,
     flipi,
@@ -54,7 +52,7 @@ from knowledge.calculators.lymphoma import (
     ipi,
     lymphoma_entity,
 )
-from knowledge.calculators.medications import (
+from clinical.calculators.medications import (
     anticoagulants,
     antiplatelets,
     cyp2d6_inhibitors,
@@ -62,21 +60,29 @@ from knowledge.calculators.medications import (
     strong_cyp3a4_inducers,
     strong_cyp3a4_inhibitors,
 )
-from knowledge.calculators.patient import (
+from clinical.calculators.patient import (
     early_relapse,
     frailty,
     months_to_relapse,
     pregnancy_recorded,
     pregnancy_trimester,
 )
-from knowledge.calculators.preferences import declines, fertility_declined, wants
-from knowledge.calculators.renal import (
+from clinical.calculators.renal import (
     carboplatin_auc5_mg,
     carboplatin_auc6_mg,
     crcl_cockcroft_gault,
     egfr_ckd_epi_2021,
 )
-from knowledge.calculators.textfacts import (
+from clinical.calculators.tnm import breast_tnm_stage, lung_tnm_stage
+from clinical.calculators.transplant import (
+    tumour_burden_score,
+    within_milan,
+    within_ucsf,
+    within_up_to_7,
+)
+from clinical.results import CalcResult, CalcValue, lookup
+from clinical.text.preferences import declines, fertility_declined, wants
+from clinical.text.textfacts import (
     bone_metastases,
     brain_metastases_symptomatic,
     oligometastatic,
@@ -84,13 +90,7 @@ from knowledge.calculators.textfacts import (
     recorded_unresectable,
     steroids_for_brain_metastases,
 )
-from knowledge.calculators.tnm import breast_tnm_stage, lung_tnm_stage
-from knowledge.calculators.transplant import (
-    tumour_burden_score,
-    within_milan,
-    within_ucsf,
-    within_up_to_7,
-)
+from clinical.vocab import STAGING_KEYS
 
 Calculator = Callable[[Mapping[str, Any]], CalcResult]
 

@@ -12,8 +12,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs
-from knowledge.calculators.renal import CALVERT_GFR_CAP_ML_MIN, SEXES, cockcroft_gault
+from clinical.calculators.renal import CALVERT_GFR_CAP_ML_MIN, SEXES, cockcroft_gault
+from clinical.results import CalcResult, Inputs
 
 CALVERT_GFR_SOURCE: Final = (
     "NCCN Chemotherapy Order Templates, Appendix B: Carboplatin dosing in adults (last updated "

@@ -3,7 +3,7 @@ stopped for intolerance, read from the structured history and, where it is silen
 
 One reading (``prior_outcomes``) and two facts the rules test: ``derived.progressed_on`` and
 ``derived.intolerant_of``, each a list of the regimens (lower-case, as written) with that
-outcome. The engine resolves the drugs a regimen names (``consult/engine/lexicon.py``) so a rule
+outcome. The engine resolves the drugs a regimen names (``clinical/lexicon.py``) so a rule
 can withhold exactly those drugs; rules of a drug class test the words ("palbociclib", "cdk4/6").
 """
 
@@ -14,21 +14,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs, lookup
-from knowledge.calculators.negation import negated_at
-from knowledge.calculators.patient import (
+from clinical.calculators.patient import (
     _starts_a_line,
     most_recent_therapy,
     prior_regimens,
     treatment_line,
 )
+from clinical.results import CalcResult, Inputs, lookup
+from clinical.text.negation import negated_at
 
 HISTORY_SOURCE: Final = (
     "Read from diagnosis.prior_therapies[] (stop_reason; best response PD = progression; the "
     "most recent line of a case whose setting is 'progressive' = progression on it unless it "
     "is recorded as stopped for intolerance or completed) and from the regimen text and the "
     "notes ('progressed on X', 'X-refractory', 'X stopped for grade 3 hand-foot skin "
-    "reaction', 'intolerant of X'), negation read as in knowledge/calculators/negation.py. "
+    "reaction', 'intolerant of X'), negation read as in clinical/text/negation.py. "
     "Convention of NCCN/ESMO later-line recommendations: a drug the disease progressed on, or "
     "that was stopped for intolerance, is not re-offered in the same setting unless a "
     "guideline supports rechallenge."

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs
+from clinical.results import CalcResult, Inputs
 
 CHILD_PUGH_SOURCE: Final = (
     "Pugh RNH, Murray-Lyon IM, Dawson JL, Pietroni MC, Williams R. Br J Surg 1973;60(8):646-649 "

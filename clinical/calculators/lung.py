@@ -8,8 +8,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs, lookup
-from knowledge.calculators.textfacts import case_texts, stated
+from clinical.results import CalcResult, Inputs, lookup
+from clinical.text.textfacts import case_texts, stated
 
 DRIVER_SOURCE: Final = (
     "NCCN Guidelines NSCLC v3.2025, Principles of Molecular and Biomarker Analysis and "

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs, lookup
-from knowledge.calculators.negation import affirms, term_occurrences
+from clinical.results import CalcResult, Inputs, lookup
+from clinical.text.negation import affirms, term_occurrences
 
 ANN_ARBOR_SOURCE: Final = (
     "Carbone PP, et al. Report of the Committee on Hodgkin's Disease Staging Classification. "

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs, lookup
+from clinical.results import CalcResult, Inputs, lookup
 
 FDA_DDI_SOURCE: Final = (
     "US FDA, Drug Development and Drug Interactions: Table of Substrates, Inhibitors and "

@@ -6,8 +6,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs, lookup
-from knowledge.calculators.negation import affirms
+from clinical.results import CalcResult, Inputs, lookup
+from clinical.text.negation import affirms
 
 FRAILTY_SOURCE: Final = (
     "Bellera CA, Rainfray M, Mathoulin-Pelissier S, et al. Screening older cancer patients: "

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs, round_half_up
+from clinical.results import CalcResult, Inputs, round_half_up
 
 EGFR_SOURCE: Final = (
     "Inker LA, Eneanya ND, Coresh J, et al. New creatinine- and cystatin C-based equations to "

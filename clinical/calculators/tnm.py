@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs, lookup
+from clinical.results import CalcResult, Inputs, lookup
 
 LUNG_SOURCE: Final = (
     "Amin MB, et al. (eds). AJCC Cancer Staging Manual, 8th ed. Springer 2017, chapter 36 "

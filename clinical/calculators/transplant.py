@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs
+from clinical.results import CalcResult, Inputs
 
 MILAN_SOURCE: Final = (
     "Mazzaferro V, Regalia E, Doci R, et al. Liver transplantation for the treatment of small "

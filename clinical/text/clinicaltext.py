@@ -11,7 +11,7 @@ structured field wins and the disagreement is reported, so the team can reconcil
 
 Every fact read keeps the words it was read from, so the plan can show it as "read from the
 text" for the clinician to check. Negation and history are read the way a clinician reads
-them (``knowledge/calculators/negation.py``): "no history of autoimmune disease or
+them (``clinical/text/negation.py``): "no history of autoimmune disease or
 transplant", "not pregnant", "stopped tacrolimus", "does not want children"; a stable
 endocrinopathy on replacement ("Hashimoto's on levothyroxine") is inactive autoimmunity, which
 does not exclude immunotherapy (ESMO Guidelines: Haanen J et al., Management of toxicities
@@ -29,12 +29,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from knowledge.calculators._common import lookup
-from knowledge.calculators.negation import clause_at, negated_at
+from clinical.results import lookup
+from clinical.text.negation import clause_at, negated_at
 
 CLINICAL_TEXT_SOURCE: Final = (
     "Rule-based reading of the comorbidities, medications and notes "
-    "(knowledge/calculators/clinicaltext.py), with NegEx-style negation; a structured field "
+    "(clinical/text/clinicaltext.py), with NegEx-style negation; a structured field "
     "always wins over the text."
 )
 

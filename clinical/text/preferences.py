@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from knowledge.calculators._common import CalcResult, Inputs
-from knowledge.calculators.negation import NEGATOR_RE, negated_before
+from clinical.results import CalcResult, Inputs
+from clinical.text.negation import NEGATOR_RE, negated_before
 
 PREFERENCES_SOURCE: Final = (
     "Rule-based reading of patient.preferences (clause split, cue words, negation scope of "

@@ -14,11 +14,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from knowledge.calculators._common import CalcResult, Inputs, lookup
-from knowledge.calculators.negation import clause_at, negated_at
+from clinical.results import CalcResult, Inputs, lookup
+from clinical.text.negation import clause_at, negated_at
 
 TEXT_SOURCE: Final = (
-    "Rule-based reading of the case's free text (NegEx-style, knowledge/calculators/negation.py: "
+    "Rule-based reading of the case's free text (NegEx-style, clinical/text/negation.py: "
     "a finding is negated by no/not/without/denies/negative for/free of/absence of/non- in the "
     "five words before it in the same clause, or by negative/not detected/absent/excluded/"
     "wild-type/ruled out/-free after it). Not a language model: what it cannot read it leaves "
@@ -38,7 +38,7 @@ def _negated(text: str, start: int, end: int) -> bool:
 
 def stated(texts: Iterable[str], pattern: re.Pattern[str]) -> str | None:
     """The first clause that states the pattern without negating it, or None. Negation and
-    scope are the shared reader's (knowledge/calculators/negation.py): "non-bulky", "no
+    scope are the shared reader's (clinical/text/negation.py): "non-bulky", "no
     seizures", "seizure-free" and "EGFR wild-type" state nothing."""
     for text in texts:
         for match in pattern.finditer(text):

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from clinical.calculators import derive_all
+from clinical.vocab import ROLE_LABELS
 from consult.labels import value_words
 from consult.models import Consultation, EvidenceNode
 from consult.presenters import NOT_AVAILABLE, case_sections
@@ -29,20 +31,12 @@ from consult.review.selectors import (
     review_state_get,
     unit_titles,
 )
-from knowledge.calculators import derive_all
 
 DISCLAIMER = (
     "mdtboard is decision support. This plan is a proposal for the multidisciplinary team; it "
     "is not an order. The treating clinicians remain responsible for every decision, and must "
     "check doses, contraindications and interactions before prescribing."
 )
-ROLE_LABELS = {
-    "coordinator": "Coordinator",
-    "diagnostic": "Diagnostic",
-    "treatment": "Treatment",
-    "safety": "Safety",
-    "monitoring": "Monitoring",
-}
 
 
 @dataclass

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from clinical.vocab import Modality
 from consult.models import Consultation, ConsultationStatus
 from consult.rating.models import ComparatorPlan, ComparatorSource
 from consult.rating.plan_format import validate_plan
@@ -74,18 +75,6 @@ NOT_CLINICIAN = "Only a clinician signs off a plan."
 NOT_RESPONSIBLE = "Only the responsible clinician named in the meeting record ({name}) signs off."
 NO_DECISION = "Record the team's decision (accept, amend or reject) before signing off."
 NO_MEETING = "Record the MDT meeting (date, attendees, decision) before signing off."
-MODALITIES = (
-    "surgery",
-    "ablation",
-    "locoregional",
-    "systemic",
-    "radiotherapy",
-    "supportive",
-    "antiviral",
-    "transplant",
-    "surveillance",
-    "referral",
-)
 ROLES = ("primary", "alternative", "rejected")
 MAX_TEXT = 2000
 
@@ -191,7 +180,7 @@ def _validate(edits: list[ComponentEdit], reason: str) -> list[str]:
         where = f"Item {n}"
         if edit.role not in ROLES:
             errors.append(f"{where}: choose primary, alternative or ruled out.")
-        if edit.modality not in MODALITIES:
+        if edit.modality not in set(Modality):
             errors.append(f"{where}: choose a modality.")
         if not edit.description.strip():
             errors.append(f"{where}: describe the item.")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from knowledge.calculators.allergies import allergies_unmapped, allergy_classes
+from clinical.calculators.allergies import allergies_unmapped, allergy_classes
 
 
 def _case(allergies: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Unit tests for the pure-Python clinical calculators in knowledge.calculators."""
+"""Unit tests for the pure-Python clinical calculators in clinical.calculators."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from knowledge.calculators import (
+from clinical.calculators import (
     STAGING_KEYS,
     CalcResult,
     albi_grade,

@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from knowledge.calculators.lymphoma import (
+from clinical.calculators.lymphoma import (
     classify_lymphoma,
     esr_from_notes,
     h_pylori_status,
     hodgkin_stage_group,
     lymphoma_entity,
 )
-from knowledge.calculators.patient import pregnancy_recorded, pregnancy_trimester
-from knowledge.calculators.transplant import tumour_burden_score
+from clinical.calculators.patient import pregnancy_recorded, pregnancy_trimester
+from clinical.calculators.transplant import tumour_burden_score
 
 
 def case(cancer_type: str = "lymphoma", **sections: dict[str, Any] | str) -> dict[str, Any]:

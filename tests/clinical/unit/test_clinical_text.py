@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from knowledge.applicability import case_facts
-from knowledge.calculators.clinicaltext import complete_from_text
+from clinical.applicability import case_facts
+from clinical.text.clinicaltext import complete_from_text
 
 
 def _filled(case: dict[str, Any]) -> dict[str, Any]:

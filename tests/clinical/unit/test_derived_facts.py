@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from knowledge.applicability import case_facts
-from knowledge.calculators.liver import bclc_stage, liver_decompensated
-from knowledge.calculators.lymphoma import flipi, flipi_risk
-from knowledge.calculators.medications import (
+from clinical.applicability import case_facts
+from clinical.calculators.liver import bclc_stage, liver_decompensated
+from clinical.calculators.lymphoma import flipi, flipi_risk
+from clinical.calculators.medications import (
     anticoagulants,
     antiplatelets,
     cyp2d6_inhibitors,
@@ -21,15 +21,15 @@ from knowledge.calculators.medications import (
     strong_cyp3a4_inducers,
     strong_cyp3a4_inhibitors,
 )
-from knowledge.calculators.patient import (
+from clinical.calculators.patient import (
     early_relapse,
     frailty,
     months_to_relapse,
     prior_regimens,
     treatment_line,
 )
-from knowledge.calculators.renal import calvert_dose_mg, carboplatin_auc5_mg, carboplatin_auc6_mg
-from knowledge.calculators.transplant import within_milan, within_ucsf, within_up_to_7
+from clinical.calculators.renal import calvert_dose_mg, carboplatin_auc5_mg, carboplatin_auc6_mg
+from clinical.calculators.transplant import within_milan, within_ucsf, within_up_to_7
 
 
 def case(cancer_type: str | None = None, **sections: dict[str, Any]) -> dict[str, Any]:

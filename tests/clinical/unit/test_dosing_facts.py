@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from knowledge.applicability import case_facts
-from knowledge.calculators.dosing import (
+from clinical.applicability import case_facts
+from clinical.calculators.dosing import (
     bsa_m2,
     capecitabine_renal_dose_pct,
     carboplatin_gfr_basis,

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from knowledge.calculators.breast_genomics import (
+from clinical.calculators.breast_genomics import (
     esr1_mutation,
     pi3k_pathway_altered,
     pik3ca_mutation,
 )
-from knowledge.calculators.breast_local import breast_surgery_done
-from knowledge.calculators.history import (
+from clinical.calculators.breast_local import breast_surgery_done
+from clinical.calculators.history import (
     intolerant_of,
     prior_regimens_with_history,
     progressed_on,

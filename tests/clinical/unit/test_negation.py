@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from knowledge.applicability import case_facts, condition_holds
-from knowledge.bundle import Condition
-from knowledge.calculators.negation import affirms, term_occurrences
-from knowledge.calculators.preferences import parse_preferences
+from clinical.applicability import case_facts, condition_holds
+from clinical.rules import Condition
+from clinical.text.negation import affirms, term_occurrences
+from clinical.text.preferences import parse_preferences
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from knowledge.applicability import case_facts
-from knowledge.calculators.preferences import (
+from clinical.applicability import case_facts
+from clinical.text.preferences import (
     DECLINE_TOPICS,
     WANT_TOPICS,
     declines,

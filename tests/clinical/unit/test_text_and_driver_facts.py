@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from knowledge.calculators.breast import adjuvant_cdk46
-from knowledge.calculators.lung import (
+from clinical.calculators.breast import adjuvant_cdk46
+from clinical.calculators.lung import (
     lung_cns_active_targeted,
     lung_drivers,
     lung_first_line_targeted,
 )
-from knowledge.calculators.preferences import fertility_declined
-from knowledge.calculators.textfacts import (
+from clinical.text.preferences import fertility_declined
+from clinical.text.textfacts import (
     bone_metastases,
     brain_metastases_symptomatic,
     oligometastatic,
