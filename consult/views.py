@@ -15,6 +15,7 @@ from clinical.calculators import derive_all
 from consult import selectors
 from consult.casefile.fields import SECTIONS, get_field
 from consult.casefile.schema import SCHEMA_PATH
+from consult.casefile.validate import validate_case
 from consult.forms import (
     ConsultationForm,
     DossierFilterForm,
@@ -250,7 +251,6 @@ def dossier_check_field(request: AuthedRequest, pk: int, section: str) -> HttpRe
         get_field(path)
     except KeyError as exc:
         raise Http404("No such field") from exc
-    from consult.casefile.validate import validate_case
 
     data = section_values(dossier.data, section, dossier.cancer_type, request.POST)
     errors = [

@@ -21,6 +21,7 @@ from consult.casefile.fields import get_field
 
 __all__ = ["clinical_text", "plan_diff", "recommendation_view"]
 from clinical.vocab import MODALITY_LABELS
+from consult.engine.guideline import relevant_staging
 from consult.labels import clinical_text, fact_label
 
 # Words, never colour alone: the symbol and the word both say the result.
@@ -226,8 +227,6 @@ def _item(c: Mapping[str, Any], evidence: Mapping[str, EvidenceRef]) -> Item:
 
 
 def _staging_keys(doc: Mapping[str, Any], case: Mapping[str, Any] | None) -> tuple[str, ...]:
-    from consult.engine.guideline import relevant_staging
-
     if case:
         keys = relevant_staging(case)
         if keys:

@@ -4,6 +4,7 @@ Django template (which escapes every text, LLM output included) and WeasyPrint."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -217,9 +218,12 @@ def report_html(
     return render_to_string("review/report.html", context), decided.payload
 
 
-def report_pdf(*, html: str, plan: dict[str, Any], title: str) -> bytes:
-    from consult.review.services import plan_json_bytes
+def plan_json_bytes(plan: dict[str, Any]) -> bytes:
+    """A plan as the JSON file a clinician downloads or finds attached to the PDF."""
+    return (json.dumps(plan, indent=2, ensure_ascii=False) + "\n").encode()
 
+
+def report_pdf(*, html: str, plan: dict[str, Any], title: str) -> bytes:
     return pdf_render(
         html=html, attachment=plan_json_bytes(plan), title=title, fetcher=LocalOnlyFetcher()
     )

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import logging
 import time
 import uuid
@@ -35,6 +34,7 @@ from consult.review.models import (
     ReportStatus,
     SignOff,
 )
+from consult.review.report import report_html, report_pdf
 from consult.review.selectors import (
     ReviewState,
     VersionView,
@@ -728,8 +728,6 @@ def report_path(report: PlanReport) -> Path:
 
 def report_render(*, report_id: int) -> str:
     """Render one report to a file under MEDIA_ROOT; idempotent (a finished one is kept)."""
-    from consult.review.report import report_html, report_pdf
-
     report = PlanReport.objects.select_related("consultation").get(pk=report_id)
     if report.is_finished:
         return report.status
@@ -783,7 +781,3 @@ def report_download_record(*, actor: Any, report: PlanReport) -> None:
         obj=report,
         payload={"consultation": report.consultation_id, "sha256": report.sha256},
     )
-
-
-def plan_json_bytes(plan: dict[str, Any]) -> bytes:
-    return (json.dumps(plan, indent=2, ensure_ascii=False) + "\n").encode()
