@@ -14,6 +14,7 @@ from django.core import signing
 from django.db import transaction
 from django.utils import timezone
 
+from clinical.calculators import derive_all
 from consult.casefile.validate import CaseError
 from consult.fhir.export import dossier_bundle, plan_careplan
 from consult.fhir.mapping import DEFAULT_QUESTION, FhirMapping, MappingError, map_bundle
@@ -22,7 +23,6 @@ from consult.fhir.parse import FhirError, looks_like_fhir, parse_bundle_bytes
 from consult.models import Consultation, FhirImport, FhirImportSource, LesionDossier
 from consult.review.selectors import review_state_get
 from consult.services.dossiers import DossierError, ImportResult, dossier_create
-from knowledge.calculators import derive_all
 from mdtboard.accounts.models import Team, User
 from mdtboard.audit.hashing import payload_hash as content_hash
 from mdtboard.audit.services import audit_record

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from clinical.calculators import derive_all
 from consult.casefile.validate import validate_case
 from consult.fhir.mapping import FhirMapping, Mapped, MappingError, map_bundle
 from consult.fhir.parse import parse_bundle_bytes, parse_bundle_data
-from knowledge.calculators import derive_all
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "fhir"
 JENNY = FIXTURES / "Bundle-mcode-patient-bundle-jenny-m.json"
