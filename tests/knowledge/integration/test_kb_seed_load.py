@@ -18,11 +18,10 @@ from knowledge.services import (
     source_save,
     unit_save_draft,
     version_publish,
-    version_retire,
     version_submit,
 )
 from mdtboard.audit.models import AuditEvent
-from tests.knowledge.kb_factory import SOURCE, bundle, spec, unit
+from tests.knowledge.kb_factory import SOURCE, bundle, retire, spec, unit
 
 # Every load embeds what it publishes: the first in a run loads the embedding model.
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
@@ -98,12 +97,12 @@ def test_reload_does_not_revive_a_retired_seed_unit(
     # given a seed unit that was retired as it stood
     _load(seed_dir)
     v1 = UnitVersion.objects.get(unit__key="hcc.seed")
-    version_retire(actor=curator, version=v1, reason="withdrawn by the society")
+    retire(curator, second_curator, v1)
     _load(seed_dir)
     assert _versions("hcc.seed") == [(1, "retired")]
     # and one whose curated v2 was retired later (its content now differs from the seed's)
     v2 = _reviewed_edit(curator, second_curator, "hcc.seed", anchor="Section 6.2 (2026)")
-    version_retire(actor=curator, version=v2, reason="withdrawn by the society")
+    retire(curator, second_curator, v2)
     _load(seed_dir)
     # then the seed brings neither back
     assert _versions("hcc.seed") == [(1, "retired"), (2, "retired")]
