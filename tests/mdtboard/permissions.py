@@ -100,6 +100,9 @@ TABLE: dict[str, Row] = {
     "knowledge:version-hotfix": {"POST": (L, D, D, D, A, A)},
     "knowledge:version-retire": {"POST": (L, D, D, D, A, A)},
     "knowledge:review-queue": {"GET": (L, D, D, D, A, A)},
+    # approve / refuse / withdraw a change waiting for four eyes; the service then refuses
+    # whoever asked (a message on the page they came from), so the table's curator is let in
+    "knowledge:approval-decide": {"POST": (L, D, D, D, A, A)},
     "knowledge:source-list": {"GET": (L, D, D, D, A, A)},
     "knowledge:source-create": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
     "knowledge:source-edit": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
