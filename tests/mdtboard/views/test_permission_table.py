@@ -265,6 +265,8 @@ ARGUMENTS: dict[str, Callable[[World], dict[str, Any]]] = {
     "consult:consultation-cancel": lambda w: {"pk": w.consultation.pk},
     "consult:plan-detail": lambda w: {"pk": w.consultation.pk},
     "consult:plan-json": lambda w: {"pk": w.consultation.pk},
+    "consult:plan-careplan": lambda w: {"pk": w.consultation.pk},
+    "consult:dossier-export-fhir": lambda w: {"pk": w.dossier.pk},
     "review:plan-version": lambda w: {"pk": w.consultation.pk, "number": 1},
     "review:plan-version-json": lambda w: {"pk": w.consultation.pk, "number": 1},
     "review:case-record": lambda w: {"pk": w.consultation.pk},
