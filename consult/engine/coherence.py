@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from consult.engine import lexicon
+from clinical import lexicon
 
 RECOMMENDS_RULED_OUT: Final = "recommends_ruled_out"
 INTENT_CONTRADICTS_STEPS: Final = "intent_contradicts_steps"

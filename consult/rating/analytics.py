@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
-from consult.engine.vocab import CANCER_TYPE_LABELS
+from clinical.vocab import CANCER_TYPE_LABELS
 from consult.rating import charts
 from consult.rating.blinding import IDENTICAL, packet_texts, pair_similarity
 from consult.rating.blinding_check import BlindingCheck, blinding_check

@@ -36,10 +36,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from consult.engine import lexicon
-from consult.engine.guideline import PHASE_WORDS
+from clinical import lexicon
+from clinical.vocab import MODALITY_LABELS, PHASE_LABELS
 from consult.labels import fact_label, fact_labels
-from consult.plan_view import MODALITIES
 
 INTENTS = {
     "curative": "Curative",
@@ -307,7 +306,7 @@ def _component(c: Mapping[str, Any], *, alternative: bool) -> BlindItem:
     if conditions:
         details.append(("Check first", clinical_sentence(conditions[0], DETAIL_WORDS)))
     return BlindItem(
-        title=MODALITIES.get(modality, modality.capitalize()),
+        title=MODALITY_LABELS.get(modality, modality.capitalize()),
         text=clinical_sentence(c.get("description"), item=True),
         details=tuple(d for d in details if d[1]),
     )
@@ -357,8 +356,8 @@ _PHASE_LEAD = {
 
 
 def _follow_up(doc: Mapping[str, Any]) -> tuple[BlindItem, ...]:
-    items = [m for m in doc.get("monitoring") or [] if m.get("phase") in PHASE_WORDS]
-    items.sort(key=lambda m: list(PHASE_WORDS).index(m["phase"]))
+    items = [m for m in doc.get("monitoring") or [] if m.get("phase") in PHASE_LABELS]
+    items.sort(key=lambda m: list(PHASE_LABELS).index(m["phase"]))
     out = []
     for m in items:
         what = clinical_sentence(m.get("what"), NOTE_WORDS, full_stop=False)

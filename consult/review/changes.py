@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from consult.engine.guideline import PHASE_WORDS
+from clinical.vocab import PHASE_LABELS as PHASE_WORDS
 
 PLACES = {
     "primary": "the recommended pathway",

@@ -8,26 +8,25 @@ from typing import Any
 
 from django import forms
 
-from consult.engine.guideline import PHASE_WORDS
+from clinical.vocab import PHASE_LABELS, Modality
 from consult.review.models import Decision, PaperSize, ReasonKind
 from consult.review.services import (
     ANCHORS,
     INTENTS,
-    MODALITIES,
     Attendee,
     ComponentEdit,
     MonitoringEdit,
 )
 from mdtboard.accounts.models import User
 
-MODALITY_CHOICES = [(m, m.capitalize()) for m in MODALITIES]
+MODALITY_CHOICES = [(m.value, m.label) for m in Modality]
 ROLE_CHOICES = [
     ("primary", "Recommended pathway"),
     ("alternative", "Alternative"),
     ("rejected", "Ruled out"),
 ]
 INTENT_CHOICES = [(i, i.capitalize()) for i in INTENTS]
-PHASE_CHOICES = list(PHASE_WORDS.items())
+PHASE_CHOICES = [(str(k), v) for k, v in PHASE_LABELS.items()]
 ANCHOR_CHOICES = [("", "—"), *((a, a) for a in ANCHORS if a != "other")]
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import logging
 import time
 import uuid
@@ -27,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
+from clinical.vocab import Modality
 from consult.engine.coherence import plan_findings
 from consult.models import Consultation, ConsultationStatus
 from consult.review.changes import ORIGIN, plan_changes
@@ -44,6 +44,7 @@ from consult.review.models import (
     ReviewStage,
     SignOff,
 )
+from consult.review.report import report_html, report_pdf
 from consult.review.selectors import (
     ReviewState,
     VersionView,
@@ -99,18 +100,6 @@ MEETING_BEFORE_DECISION = (
 )
 NOTHING_TO_REOPEN = "There is no decision to reopen: the plan awaits review."
 INCOHERENT = "The plan contradicts itself: {first}"
-MODALITIES = (
-    "surgery",
-    "ablation",
-    "locoregional",
-    "systemic",
-    "radiotherapy",
-    "supportive",
-    "antiviral",
-    "transplant",
-    "surveillance",
-    "referral",
-)
 ROLES = ("primary", "alternative", "rejected")
 INTENTS = ("curative", "palliative", "surveillance")
 PHASES = ("acute_0_3m", "intermediate_3_12m", "long_term_12m_plus")
@@ -341,7 +330,7 @@ def _validate(
         where = f"Item {n}"
         if edit.role not in ROLES:
             errors.append(f"{where}: choose recommended pathway, alternative or ruled out.")
-        if edit.role != "rejected" and edit.modality not in MODALITIES:
+        if edit.role != "rejected" and edit.modality not in set(Modality):
             errors.append(f"{where}: choose a modality.")
         if not edit.description.strip():
             errors.append(f"{where}: describe the item.")
@@ -391,6 +380,7 @@ def _summary(doc: dict[str, Any], based_on: int, reason: str) -> str:
 def _ordered(edits: Sequence[ComponentEdit]) -> list[ComponentEdit]:
     """The pathway first, then the alternatives, each by the order the clinician gave (ties
     and blanks keep the form's order), then the options ruled out."""
+
     def key(pair: tuple[int, ComponentEdit]) -> tuple[int, int, int]:
         index, edit = pair
         role = ROLES.index(edit.role) if edit.role in ROLES else len(ROLES)
@@ -944,8 +934,6 @@ def report_path(report: PlanReport) -> Path:
 
 def report_render(*, report_id: int) -> str:
     """Render one report to a file under MEDIA_ROOT; idempotent (a finished one is kept)."""
-    from consult.review.report import report_html, report_pdf
-
     report = PlanReport.objects.select_related("consultation").get(pk=report_id)
     if report.is_finished:
         return report.status
@@ -999,7 +987,3 @@ def report_download_record(*, actor: User, report: PlanReport) -> None:
         obj=report,
         payload={"consultation": report.consultation_id, "sha256": report.sha256},
     )
-
-
-def plan_json_bytes(plan: dict[str, Any]) -> bytes:
-    return (json.dumps(plan, indent=2, ensure_ascii=False) + "\n").encode()

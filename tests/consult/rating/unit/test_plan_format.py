@@ -118,9 +118,7 @@ def test_neutral_text_rewrites_internal_identifiers() -> None:
         "needs QTc (ms) and Frailty, as the team said"
     )
     # and as one clinical sentence, without the units a field label carries
-    assert clinical_sentence(text, 30) == (
-        "Dose by Calvert (Carboplatin dose for AUC 5: 670)."
-    )
+    assert clinical_sentence(text, 30) == ("Dose by Calvert (Carboplatin dose for AUC 5: 670).")
 
 
 def test_blind_plan_reads_a_plan_without_roles_or_sections() -> None:

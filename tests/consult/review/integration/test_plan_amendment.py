@@ -125,15 +125,12 @@ def test_an_amendment_moves_a_ruled_out_option_into_the_pathway_and_changes_the_
     changes = payload["amendment"]["changes"]
     assert "Intent changed from palliative to curative." in changes
     assert any(
-        "moved from the options ruled out to the recommended pathway (step 2 of the pathway)"
-        in c
+        "moved from the options ruled out to the recommended pathway (step 2 of the pathway)" in c
         for c in changes
     ), changes
     assert any(c.startswith("Follow-up added (acute (0–3 months))") for c in changes), changes
     # the item the MDT added or changed is marked as not checked by the gate
-    unchecked = [
-        g for g in payload["safety"]["gates"] if g["gate"] == "amendment_not_rechecked"
-    ]
+    unchecked = [g for g in payload["safety"]["gates"] if g["gate"] == "amendment_not_rechecked"]
     assert unchecked[0]["applies_to"] == ["Microwave ablation of the residual nodule after TACE"]
 
 

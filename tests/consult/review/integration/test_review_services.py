@@ -115,7 +115,6 @@ def test_the_same_submission_twice_saves_one_review_and_one_version(
     clinician: Any, team: Any
 ) -> None:
     consultation = completed(clinician, team)
-    key = uuid.uuid4()
     amend_key = uuid.uuid4()
     v2 = _amend(consultation, clinician, key=amend_key, description="Laparoscopic resection")
     again = _amend(consultation, clinician, key=amend_key, description="Laparoscopic resection")
@@ -243,7 +242,9 @@ def test_only_the_responsible_clinician_signs_off_and_then_the_review_is_closed(
             actor=colleague, consultation=consultation, version=1, confirmed=False
         )
     with pytest.raises(ReviewError, match="version 1"):
-        services.plan_sign_off(actor=colleague, consultation=consultation, version=2, confirmed=True)
+        services.plan_sign_off(
+            actor=colleague, consultation=consultation, version=2, confirmed=True
+        )
     assert not SignOff.objects.exists()
     signed = _sign_off(consultation, colleague)
     assert (signed.plan_number, signed.plan_hash) == (1, consultation.plan.content_hash)

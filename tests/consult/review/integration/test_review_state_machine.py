@@ -92,7 +92,8 @@ def test_a_rejected_plan_is_accepted_only_after_a_reopening_with_a_reason(
     accepted = _decide(consultation, colleague, "accept")
     state = review_state_get(consultation=consultation)
     assert (state.stage, state.cycle) == (ReviewStage.ACCEPTED, 1)
-    assert state.decision is not None and state.decision.pk == accepted.pk
+    assert state.decision is not None
+    assert state.decision.pk == accepted.pk
     # and the record keeps all of it, in order, audited
     assert [type(e).__name__ for e in state.history] == [
         "ClinicianReview",

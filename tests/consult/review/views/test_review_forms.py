@@ -103,7 +103,8 @@ def test_a_decision_is_reopened_with_its_reason_from_the_plan_page(
     )
     page = client.get(response["Location"]).content.decode()
     assert "The decision is reopened" in page
-    assert "Reopened</strong> by" in page and "New CT: vascular invasion" in page
+    assert "Reopened</strong> by" in page
+    assert "New CT: vascular invasion" in page
     assert review_state_get(consultation=consultation).stage == ReviewStage.AWAITING
 
 
