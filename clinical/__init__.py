@@ -1,0 +1,1 @@
+"""The clinical core: pure Python at the bottom of the import graph (no Django)."""

@@ -1,0 +1,1 @@
+"""Readers of clinical free text (notes, comorbidities, medications): pure Python."""
