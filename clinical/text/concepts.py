@@ -43,6 +43,9 @@ class Concept:
     history_fact: str | None = None
     also: str | None = None
     organ: str | None = None
+    # A measurement ("QTc 428 ms") holds whatever cue word sits near it: "no QT prolongation,
+    # QTc 428 ms" negates the prolongation, not the number.
+    measurement: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class ContextRuleSpec:
     direction: str
     max_scope: int | None = None
     pattern: str | None = None
+    excluded_types: tuple[str, ...] = ()  # concept ids the cue never modifies
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,7 @@ def _concept(raw: Mapping[str, Any], families: Mapping[str, str], sources: Mappi
         history_fact=raw.get("history_fact"),
         also=raw.get("also"),
         organ=raw.get("organ"),
+        measurement=bool(raw.get("measurement", False)),
     )
     if concept.family not in families:
         raise DictionaryError(f"{concept.id}: unknown family {concept.family!r}")
@@ -155,6 +160,7 @@ def dictionary() -> Dictionary:
             direction=str(rule["direction"]),
             max_scope=rule.get("max_scope"),
             pattern=rule.get("pattern"),
+            excluded_types=tuple(rule.get("excluded_types") or ()),
         )
         if spec.category not in CONTEXT_CATEGORIES:
             raise DictionaryError(f"context rule {spec.literal!r}: bad category")

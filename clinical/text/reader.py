@@ -97,21 +97,30 @@ _PIPELINE: dict[str, Any] = {}
 
 _ON_OWN_RESULT: Final = re.compile(
     r"\b(?:L858R|G12C|V600E|exon\s*(?:19|20|14)|fusion|rearrang\w*|positive|detected|mutat\w*"
-    r"|present|confirmed|identified)\b",
+    r"|present|confirmed|identified|reactive)\b",
     re.IGNORECASE,
 )
 
 
-def _not_across_a_result(target: Any, modifier: Any, _between: Any) -> bool:
+def _not_inside(target: Any, modifier: Any, _between: Any) -> bool:
+    """A cue word inside the matched words is part of the finding ("DPYD testing showed no
+    pathogenic variant" is a normal result, not a negated one). medspaCy 1.3.1's overlap test
+    misses a modifier wholly inside its target."""
+    return not (target.start <= modifier.start and modifier.end <= target.end)
+
+
+def _not_across_a_result(target: Any, modifier: Any, between: Any) -> bool:
     """A negation cue does not reach across a comma to a finding that carries its own positive
     result: in "EGFR L858R detected, ALK negative" the "negative" is ALK's only."""
+    if not _not_inside(target, modifier, between):
+        return False
     doc = target.doc
     lo, hi = sorted((target.end, modifier.start))
     between = doc[lo:hi].text if lo < hi else ""
     if "," not in between and " and " not in f" {between} ":
         return True
     own = doc.text[target.end_char : target.end_char + 40]
-    own = re.split(r"[,;]", own, maxsplit=1)[0]
+    own = target.text + " " + re.split(r"[,;]", own, maxsplit=1)[0]
     return not _ON_OWN_RESULT.search(own)
 
 
@@ -159,8 +168,11 @@ def _build(d: Dictionary) -> Any:
         kwargs: dict[str, Any] = {"max_scope": spec.max_scope}
         if spec.pattern:
             kwargs["pattern"] = spec.pattern
-        if spec.category == "NEGATED_EXISTENCE":
-            kwargs["on_modifies"] = _not_across_a_result
+        kwargs["on_modifies"] = (
+            _not_across_a_result if spec.category == "NEGATED_EXISTENCE" else _not_inside
+        )
+        if spec.excluded_types:
+            kwargs["excluded_types"] = set(spec.excluded_types)
         rules.append(ConTextRule(spec.literal, spec.category, direction=spec.direction, **kwargs))
     context.add(rules)
     return nlp
@@ -193,14 +205,15 @@ def _assertion(span: Any, section: str | None) -> str:
 
 
 def _prune(spans: Sequence[Any], d: Dictionary) -> list[Any]:
-    """Overlapping mentions of one family: the longest (then the first) stays. Mentions of
-    different families may overlap ("HBV-related cirrhosis" is serology and liver)."""
+    """Overlapping mentions of one fact: the longest (then the first) stays. Mentions of
+    different facts may overlap ("HBV-related cirrhosis" is serology and liver; "prolonged
+    QTc of 490 ms" is a prolongation and a measurement)."""
     kept: list[Any] = []
     ordered = sorted(spans, key=lambda s: (-(s.end - s.start), s.start))
     for span in ordered:
-        family = d.concept(span.label_).family
+        fact = d.concept(span.label_).fact
         if any(
-            d.concept(k.label_).family == family and k.start < span.end and span.start < k.end
+            d.concept(k.label_).fact == fact and k.start < span.end and span.start < k.end
             for k in kept
         ):
             continue
@@ -210,6 +223,8 @@ def _prune(spans: Sequence[Any], d: Dictionary) -> list[Any]:
 
 def _facts_of(concept: Concept, assertion: str, mention: Mention) -> Facts:
     """What a mention with this assertion sets, per the concept's rules."""
+    if concept.measurement and assertion == "negated":
+        assertion = "present"
     if assertion in ("family", "hypothetical", "possible"):
         return []
     if assertion == "negated":
@@ -217,8 +232,6 @@ def _facts_of(concept: Concept, assertion: str, mention: Mention) -> Facts:
             return []
         if concept.extract == "driver":
             return read_value(concept.extract, mention)
-        if concept.extract == "pregnancy":
-            return [(concept.fact, concept.negated_value)]
         return [(concept.fact, concept.negated_value)]
     facts = read_value(concept.extract, mention)
     if assertion == "historical":
@@ -342,8 +355,11 @@ def facts_from(findings: Iterable[Finding]) -> list[TextFact]:
     for fact, candidates in by_fact.items():
         if fact in _LIST_FACTS:
             events: list[dict[str, Any]] = []
+            named = {c.sentence for c in candidates if c.value.get("organ") not in (None, "unspecified")}
             for c in candidates:
                 event = dict(c.value)
+                if event.get("organ") == "unspecified" and c.sentence in named:
+                    continue  # "irAE: grade 3 nephritis": one event, the kidney's
                 if event not in events:
                     events.append(event)
             first = candidates[0]

@@ -207,7 +207,10 @@ def varices(m: Mention) -> Facts:
         treated = bool(_TREATED.search(s))
     if treated:
         return [(m.concept_fact, "treated")]
-    if _VARICES_LARGE.search(s) or _RED_SIGNS.search(s):
+    red = _RED_SIGNS.search(s)
+    if red and re.search(r"\b(?:no|without|absent|negative\s+for)\s+(?:\w+\s+)?$", s[: red.start()], re.I):
+        red = None
+    if _VARICES_LARGE.search(s) or red:
         return [(m.concept_fact, "large_untreated")]
     if _VARICES_SMALL.search(s):
         return [(m.concept_fact, "small")]
@@ -301,9 +304,7 @@ def _kdigo(value: float) -> str | None:
         return "severe"
     if value < 60:
         return "moderate"
-    if value < 90:
-        return "mild"
-    return None
+    return None  # 60 and above: no impairment by eGFR alone (KDIGO G1-G2)
 
 
 def renal(m: Mention) -> Facts:
@@ -311,7 +312,7 @@ def renal(m: Mention) -> Facts:
     t = m.text
     stage = _CKD_STAGE.search(t)
     if stage:
-        value = {1: None, 2: "mild", 3: "moderate", 4: "severe", 5: "end_stage"}[int(stage[1])]
+        value = {1: None, 2: None, 3: "moderate", 4: "severe", 5: "end_stage"}[int(stage[1])]
         return [(m.concept_fact, value)] if value else []
     number = _EGFR_VALUE.search(t)
     if number:
@@ -330,7 +331,7 @@ def hepatic(m: Mention) -> Facts:
     pugh = re.search(r"(?:Child[-\s–]?Pugh\s*(?:class\s*|score\s*|grade\s*)?|CP[-\s]?)([ABC])", t, re.I)
     if pugh:
         return [(m.concept_fact, f"child_pugh_{pugh[1].casefold()}")]
-    if re.search(r"decompensated", t, re.I):
+    if re.search(r"decompensat", m.sentence, re.I):
         return [(m.concept_fact, "decompensated_cirrhosis")]
     if re.search(r"cirrho", t, re.I):
         return [(m.concept_fact, "cirrhosis")]
@@ -419,8 +420,11 @@ _NOT_PREGNANT: Final = re.compile(
 
 
 def pregnancy(m: Mention) -> Facts:
-    if _NOT_PREGNANT.search(m.sentence):
+    if _NOT_PREGNANT.search(m.sentence) or re.search(r"post-?partum", m.text, re.I):
         return [(m.concept_fact, False)]
+    if re.search(r"hCG|pregnancy\s+test", m.text, re.I):
+        # A test named without a negative result states nothing.
+        return []
     if re.fullmatch(r"pregnancy", m.text.strip(), re.I) and not re.search(
         r"\b(?:current|ongoing|confirmed|viable|intra-?uterine|singleton|twin|weeks?|trimester"
         r"|/40|gestation)\b",
