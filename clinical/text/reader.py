@@ -124,6 +124,31 @@ def _not_across_a_result(target: Any, modifier: Any, between: Any) -> bool:
     return not _ON_OWN_RESULT.search(own)
 
 
+def _regex_matches_once(self: Any, doc: Any) -> list[tuple[int, int, int]]:
+    """medspaCy 1.3.1's RegexMatcher.__call__ with the document's text built once per call
+    instead of once per pattern: the original rebuilds ``doc.text_with_ws`` (a Python object per
+    token) for every pattern, which made a 50 KB note take seconds. Same matches, same order."""
+    from medspacy.common.util import get_token_for_char  # noqa: PLC0415
+
+    matches: list[tuple[int, int, int]] = []
+    text = doc.text_with_ws
+    for match_id, patterns in self._patterns.items():
+        for pattern in patterns:
+            on_match = self._callbacks[match_id]
+            for re_match in pattern.finditer(text):
+                span = doc.char_span(re_match.start(), re_match.end())
+                if span is None:
+                    start = get_token_for_char(doc, re_match.start(), resolve=self.resolve_start)
+                    end = get_token_for_char(doc, re_match.end(), resolve=self.resolve_end)
+                    end_index = len(doc) if end is None else end.i
+                    span = doc[start.i : end_index]
+                if len(span):
+                    matches.append((match_id, span.start, span.end))
+                if on_match is not None:
+                    on_match(self, doc, len(matches) - 1, matches)
+    return matches
+
+
 def _build(d: Dictionary) -> Any:
     # Imported here: spaCy and medspaCy take a second to import, and only the reader needs them.
     import spacy  # noqa: PLC0415
@@ -131,7 +156,10 @@ def _build(d: Dictionary) -> Any:
     from medspacy.custom_tokenizer import create_medspacy_tokenizer  # noqa: PLC0415
     from medspacy.section_detection import SectionRule  # noqa: PLC0415
     from medspacy.target_matcher import TargetRule  # noqa: PLC0415
+    from medspacy.common.regex_matcher import RegexMatcher  # noqa: PLC0415
     from spacy.language import Language  # noqa: PLC0415
+
+    RegexMatcher.__call__ = _regex_matches_once  # type: ignore[method-assign]
 
     if not Language.has_factory("mdtboard_one_sentence"):
 
@@ -187,6 +215,18 @@ def pipeline() -> Any:
 
 
 # --- reading ----------------------------------------------------------------------------------
+
+
+def _any_concept() -> re.Pattern[str]:
+    if "any" not in _PIPELINE:
+        joined = "|".join(f"(?:{p})" for c in dictionary().concepts for p in c.patterns)
+        _PIPELINE["any"] = re.compile(joined, re.IGNORECASE)
+    pattern: re.Pattern[str] = _PIPELINE["any"]
+    return pattern
+
+
+def _worth_reading(sentence: str) -> bool:
+    return ":" in sentence or _any_concept().search(sentence) is not None
 
 
 def _assertion(span: Any, section: str | None) -> str:
@@ -258,8 +298,10 @@ def read_text(text: str, *, source: str = "", as_of: date | None = None) -> list
     previous_end = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # medspaCy warns about overlapping spans it skips
-        docs = nlp.pipe(text[s:e] for s, e in spans)
-        for (s_start, s_end), doc in zip(spans, docs, strict=True):
+        # Only a sentence that may hold a concept or a section header goes through spaCy.
+        candidates = [(b, e) for b, e in spans if _worth_reading(text[b:e])]
+        docs = dict(zip(candidates, nlp.pipe(text[b:e] for b, e in candidates), strict=True))
+        for s_start, s_end in spans:
             # A section runs from its header to the end of the header's line, or, for a header
             # alone on its line ("Family history:"), to the next blank line or header.
             gap = text[previous_end:s_start]
@@ -268,6 +310,9 @@ def read_text(text: str, *, source: str = "", as_of: date | None = None) -> list
             ):
                 section = None
             previous_end = s_end
+            doc = docs.get((s_start, s_end))
+            if doc is None:
+                continue
             headers = [sec for sec in doc._.sections if sec.title_end > sec.title_start]
             targets = _prune(doc.spans.get("medspacy_spans", []), d)
             sentence = text[s_start:s_end]
