@@ -108,7 +108,9 @@ class DictionaryError(ValueError):
     """The concept dictionary is malformed (a test loads it, so this never reaches a user)."""
 
 
-def _concept(raw: Mapping[str, Any], families: Mapping[str, str], sources: Mapping[str, str]) -> Concept:
+def _concept(
+    raw: Mapping[str, Any], families: Mapping[str, str], sources: Mapping[str, str]
+) -> Concept:
     concept = Concept(
         id=str(raw["id"]),
         family=str(raw["family"]),

@@ -128,7 +128,7 @@ def _regex_matches_once(self: Any, doc: Any) -> list[tuple[int, int, int]]:
     """medspaCy 1.3.1's RegexMatcher.__call__ with the document's text built once per call
     instead of once per pattern: the original rebuilds ``doc.text_with_ws`` (a Python object per
     token) for every pattern, which made a 50 KB note take seconds. Same matches, same order."""
-    from medspacy.common.util import get_token_for_char  # noqa: PLC0415
+    from medspacy.common.util import get_token_for_char
 
     matches: list[tuple[int, int, int]] = []
     text = doc.text_with_ws
@@ -151,15 +151,15 @@ def _regex_matches_once(self: Any, doc: Any) -> list[tuple[int, int, int]]:
 
 def _build(d: Dictionary) -> Any:
     # Imported here: spaCy and medspaCy take a second to import, and only the reader needs them.
-    import spacy  # noqa: PLC0415
-    from medspacy.context import ConTextRule  # noqa: PLC0415
-    from medspacy.custom_tokenizer import create_medspacy_tokenizer  # noqa: PLC0415
-    from medspacy.section_detection import SectionRule  # noqa: PLC0415
-    from medspacy.target_matcher import TargetRule  # noqa: PLC0415
-    from medspacy.common.regex_matcher import RegexMatcher  # noqa: PLC0415
-    from spacy.language import Language  # noqa: PLC0415
+    import spacy
+    from medspacy.common.regex_matcher import RegexMatcher
+    from medspacy.context import ConTextRule
+    from medspacy.custom_tokenizer import create_medspacy_tokenizer
+    from medspacy.section_detection import SectionRule
+    from medspacy.target_matcher import TargetRule
+    from spacy.language import Language
 
-    RegexMatcher.__call__ = _regex_matches_once  # type: ignore[method-assign]
+    RegexMatcher.__call__ = _regex_matches_once
 
     if not Language.has_factory("mdtboard_one_sentence"):
 
@@ -173,7 +173,7 @@ def _build(d: Dictionary) -> Any:
     nlp = spacy.blank("en")
     nlp.tokenizer = create_medspacy_tokenizer(nlp)
     nlp.add_pipe("mdtboard_one_sentence")
-    matcher = nlp.add_pipe(
+    matcher: Any = nlp.add_pipe(
         "medspacy_target_matcher", config={"result_type": "group", "prune": False}
     )
     matcher.add(
@@ -183,12 +183,12 @@ def _build(d: Dictionary) -> Any:
             for i, p in enumerate(c.patterns)
         ]
     )
-    sectionizer = nlp.add_pipe(
+    sectionizer: Any = nlp.add_pipe(
         "medspacy_sectionizer",
         config={"rules": None, "input_span_type": "group", "span_attrs": None},
     )
     sectionizer.add([SectionRule(literal=lit, category=cat) for lit, cat in d.sections])
-    context = nlp.add_pipe(
+    context: Any = nlp.add_pipe(
         "medspacy_context", config={"rules": None, "input_span_type": "group"}
     )
     rules = []
@@ -362,7 +362,9 @@ def _mod_text(doc: Any, modifier: Any) -> str:
 
 # --- from findings to facts -------------------------------------------------------------------
 
-_LIST_FACTS: Final = frozenset({"patient.prior_immune_adverse_events", "organ_function.recent_bleeding"})
+_LIST_FACTS: Final = frozenset(
+    {"patient.prior_immune_adverse_events", "organ_function.recent_bleeding"}
+)
 
 
 def _choose(fact: str, candidates: list[TextFact], d: Dictionary) -> TextFact:
@@ -400,7 +402,9 @@ def facts_from(findings: Iterable[Finding]) -> list[TextFact]:
     for fact, candidates in by_fact.items():
         if fact in _LIST_FACTS:
             events: list[dict[str, Any]] = []
-            named = {c.sentence for c in candidates if c.value.get("organ") not in (None, "unspecified")}
+            named = {
+                c.sentence for c in candidates if c.value.get("organ") not in (None, "unspecified")
+            }
             for c in candidates:
                 event = dict(c.value)
                 if event.get("organ") == "unspecified" and c.sentence in named:

@@ -52,7 +52,9 @@ def sentences(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for match in _BREAK.finditer(text):
-        if match.group() == "." and _ABBREVIATION.search(text, max(start, match.start() - 8), match.start()):
+        if match.group() == "." and _ABBREVIATION.search(
+            text, max(start, match.start() - 8), match.start()
+        ):
             continue
         spans.extend(_cut(text, start, match.end()))
         start = match.end()

@@ -87,7 +87,13 @@ _WORD_NUMBERS: Final = {
 }
 _UNIT_DAYS: Final = {"day": 1, "week": 7, "month": 30, "year": 365}
 _LAST: Final = re.compile(r"\b(yesterday|last\s+(?:week|month|year)|this\s+week)\b", re.IGNORECASE)
-_LAST_DAYS: Final = {"yesterday": 1, "last week": 7, "this week": 3, "last month": 30, "last year": 365}
+_LAST_DAYS: Final = {
+    "yesterday": 1,
+    "last week": 7,
+    "this week": 3,
+    "last month": 30,
+    "last year": 365,
+}
 _ISO: Final = re.compile(r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b")
 _DMY: Final = re.compile(r"\b(\d{1,2})[/.](\d{1,2})[/.]((?:19|20)\d\d)\b")
 _MONTHS: Final = {m.casefold(): i for i, m in enumerate(calendar.month_name) if m} | {
@@ -98,7 +104,9 @@ _MONTH_YEAR: Final = re.compile(
     re.IGNORECASE,
 )
 _YEAR: Final = re.compile(r"\b(?:in|since|during|from)\s+((?:19|20)\d\d)\b", re.IGNORECASE)
-_RECENT: Final = re.compile(r"\brecent(?:ly)?\b|\bnew\b|\bongoing\b|\bactive\b|\bcurrent(?:ly)?\b", re.IGNORECASE)
+_RECENT: Final = re.compile(
+    r"\brecent(?:ly)?\b|\bnew\b|\bongoing\b|\bactive\b|\bcurrent(?:ly)?\b", re.IGNORECASE
+)
 
 
 def when(sentence: str, as_of: date | None) -> dict[str, Any]:
@@ -171,7 +179,7 @@ def drug_name(m: Mention) -> Facts:
         return [(m.concept_fact, _DRUG_CLASSES[words])]
     if re.search(r"anticoagula|strong\s+cyp3a", words):
         return [(m.concept_fact, "unspecified")]
-    words = re.sub(r"[’']", "'", words)
+    words = re.sub("[\u2019']", "'", words)  # a typographic apostrophe reads as a plain one
     return [(m.concept_fact, m.synonyms.get(words, words))]
 
 
@@ -201,14 +209,13 @@ def varices(m: Mention) -> Facts:
     banded / ligated / eradicated. The existing field's values: none | small |
     large_untreated | treated."""
     s = m.sentence
-    if _UNTREATED.search(s):
-        treated = False
-    else:
-        treated = bool(_TREATED.search(s))
+    treated = False if _UNTREATED.search(s) else bool(_TREATED.search(s))
     if treated:
         return [(m.concept_fact, "treated")]
     red = _RED_SIGNS.search(s)
-    if red and re.search(r"\b(?:no|without|absent|negative\s+for)\s+(?:\w+\s+)?$", s[: red.start()], re.I):
+    if red and re.search(
+        r"\b(?:no|without|absent|negative\s+for)\s+(?:\w+\s+)?$", s[: red.start()], re.I
+    ):
         red = None
     if _VARICES_LARGE.search(s) or red:
         return [(m.concept_fact, "large_untreated")]
@@ -293,7 +300,8 @@ def neuropathy(m: Mention) -> Facts:
 
 _CKD_STAGE: Final = re.compile(r"(?:CKD|kidney\s+disease)\s*(?:stage\s*|G)?([1-5])([ab])?", re.I)
 _EGFR_VALUE: Final = re.compile(
-    r"(?:eGFR|creatinine\s+clearance|CrCl)\s*(?:of\s*|:\s*|=\s*|was\s+|is\s+)?(<\s*)?(\d{1,3})", re.I
+    r"(?:eGFR|creatinine\s+clearance|CrCl)\s*(?:of\s*|:\s*|=\s*|was\s+|is\s+)?(<\s*)?(\d{1,3})",
+    re.I,
 )
 
 
@@ -328,7 +336,9 @@ def renal(m: Mention) -> Facts:
 
 def hepatic(m: Mention) -> Facts:
     t = m.text
-    pugh = re.search(r"(?:Child[-\s–]?Pugh\s*(?:class\s*|score\s*|grade\s*)?|CP[-\s]?)([ABC])", t, re.I)
+    pugh = re.search(
+        r"(?:Child[-\s–]?Pugh\s*(?:class\s*|score\s*|grade\s*)?|CP[-\s]?)([ABC])", t, re.I
+    )
     if pugh:
         return [(m.concept_fact, f"child_pugh_{pugh[1].casefold()}")]
     if re.search(r"decompensat", m.sentence, re.I):
@@ -343,7 +353,9 @@ def hepatic(m: Mention) -> Facts:
     return [(m.concept_fact, "unspecified")]
 
 
-_PCT: Final = re.compile(r"(\d{1,2}(?:\.\d)?)\s*(?:(?:-|–|to)\s*(\d{1,2})\s*)?(?:%|percent|per\s*cent)")
+_PCT: Final = re.compile(
+    r"(\d{1,2}(?:\.\d)?)\s*(?:(?:-|–|to)\s*(\d{1,2})\s*)?(?:%|percent|per\s*cent)"
+)
 _LATER_PCT: Final = re.compile(
     r"\b(?:now|currently|down\s+to|fell\s+to|decreased\s+to|dropped\s+to|reduced\s+to"
     r"|declined\s+to)\s*(\d{1,2})\s*(?:%|percent)|(?:->|→)\s*(\d{1,2})\s*%",
@@ -408,8 +420,14 @@ def autoimmune(m: Mention) -> Facts:
 
 _WEEKS: Final = (
     re.compile(r"\b(\d{1,2})\s*(?:\+\s*\d\s*)?/\s*40\b"),
-    re.compile(r"\b(\d{1,2})\s*(?:\+\s*\d\s*)?(?:weeks?|wks?)'?\s*(?:of\s+)?(?:gestation|pregnan\w*|GA)\b", re.I),
-    re.compile(r"\b(?:gestational\s+age|gestation|GA)\s*(?:of\s*|:\s*|=\s*|at\s*)?(\d{1,2})\s*(?:weeks?|wks?|w)\b", re.I),
+    re.compile(
+        r"\b(\d{1,2})\s*(?:\+\s*\d\s*)?(?:weeks?|wks?)'?\s*(?:of\s+)?(?:gestation|pregnan\w*|GA)\b",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:gestational\s+age|gestation|GA)\s*(?:of\s*|:\s*|=\s*|at\s*)?(\d{1,2})\s*(?:weeks?|wks?|w)\b",
+        re.I,
+    ),
     re.compile(r"\bpregnant\b[^.;\d]{0,20}?(\d{1,2})\s*(?:weeks?|wks?)\b", re.I),
 )
 _NOT_PREGNANT: Final = re.compile(
@@ -443,16 +461,25 @@ def pregnancy(m: Mention) -> Facts:
 
 
 # NGS drivers: the gene's own field of the case file and what its words mean.
-_RESULT_POSITIVE: Final = r"(?:positive|detected|identified|present|mutat\w*|mutant|fusion|rearrang\w*|translocat\w*|altered|alteration|variant)"
+_RESULT_POSITIVE: Final = (
+    r"(?:positive|detected|identified|present|mutat\w*|mutant|fusion|rearrang\w*|translocat\w*"
+    r"|altered|alteration|variant)"
+)
 _DRIVERS: Final[tuple[tuple[str, str, tuple[tuple[str, str], ...], bool], ...]] = (
     # gene, fact, (pattern -> value) in order, whether an unspecified positive sets "positive"
     (
         "EGFR",
         "biomarkers.egfr",
         (
-            (r"exon\s*19\s*del\w*|del(?:etion)?\s*(?:in\s+)?(?:exon\s*)?19|ex19\s*del|19\s*del|E746", "exon19del"),
+            (
+                r"exon\s*19\s*del\w*|del(?:etion)?\s*(?:in\s+)?(?:exon\s*)?19|ex19\s*del|19\s*del|E746",
+                "exon19del",
+            ),
             (r"L858R", "L858R"),
-            (r"exon\s*20\s*ins\w*|ex20\s*ins|insertion\s+(?:in\s+)?exon\s*20|A767|S768_D770", "exon20ins"),
+            (
+                r"exon\s*20\s*ins\w*|ex20\s*ins|insertion\s+(?:in\s+)?exon\s*20|A767|S768_D770",
+                "exon20ins",
+            ),
             (r"G719\w*|L861Q|S768I|exon\s*18|E709\w*|compound", "other"),
         ),
         False,
@@ -463,13 +490,46 @@ _DRIVERS: Final[tuple[tuple[str, str, tuple[tuple[str, str], ...], bool], ...]] 
         ((r"G12C", "G12C"), (r"G12[ADRSV]|G13\w*|Q61\w*|A146\w*", "other")),
         False,
     ),
-    ("BRAF", "biomarkers.braf", ((r"V600E", "V600E"), (r"V600K|V600D|non-?V600|class\s+(?:II|III|2|3)|G469\w*|K601\w*", "other")), False),
-    ("ALK", "biomarkers.alk", ((r"fusion|rearrang\w*|translocat\w*|positive|detected", "positive"),), True),
-    ("ROS1", "biomarkers.ros1", ((r"fusion|rearrang\w*|translocat\w*|positive|detected", "positive"),), True),
-    ("RET", "biomarkers.ret", ((r"fusion|rearrang\w*|translocat\w*|positive|detected", "positive"),), True),
+    (
+        "BRAF",
+        "biomarkers.braf",
+        (
+            (r"V600E", "V600E"),
+            (r"V600K|V600D|non-?V600|class\s+(?:II|III|2|3)|G469\w*|K601\w*", "other"),
+        ),
+        False,
+    ),
+    (
+        "ALK",
+        "biomarkers.alk",
+        ((r"fusion|rearrang\w*|translocat\w*|positive|detected", "positive"),),
+        True,
+    ),
+    (
+        "ROS1",
+        "biomarkers.ros1",
+        ((r"fusion|rearrang\w*|translocat\w*|positive|detected", "positive"),),
+        True,
+    ),
+    (
+        "RET",
+        "biomarkers.ret",
+        ((r"fusion|rearrang\w*|translocat\w*|positive|detected", "positive"),),
+        True,
+    ),
     ("MET", "biomarkers.met_exon14", ((r"exon\s*14|ex14|METex14", "positive"),), False),
-    ("ESR1", "biomarkers.esr1", ((r"Y537\w*|D538\w*|E380\w*|L536\w*|" + _RESULT_POSITIVE, "mutated"),), True),
-    ("PIK3CA", "biomarkers.pik3ca", ((r"H1047\w*|E545\w*|E542\w*|" + _RESULT_POSITIVE, "mutated"),), True),
+    (
+        "ESR1",
+        "biomarkers.esr1",
+        ((r"Y537\w*|D538\w*|E380\w*|L536\w*|" + _RESULT_POSITIVE, "mutated"),),
+        True,
+    ),
+    (
+        "PIK3CA",
+        "biomarkers.pik3ca",
+        ((r"H1047\w*|E545\w*|E542\w*|" + _RESULT_POSITIVE, "mutated"),),
+        True,
+    ),
 )
 _BRCA: Final = re.compile(r"\bg?BRCA([12])\b", re.IGNORECASE)
 _NEGATIVE_RESULT: Final = re.compile(
@@ -500,7 +560,9 @@ def driver(m: Mention) -> Facts:
         if re.search(r"somatic|tumou?r[-\s]only|\btBRCA", m.sentence, re.I):
             return []
         if number and re.search(
-            r"mutat\w*|pathogenic|likely\s+pathogenic|carrier|positive|deleterious|variant", after, re.I
+            r"mutat\w*|pathogenic|likely\s+pathogenic|carrier|positive|deleterious|variant",
+            after,
+            re.I,
         ):
             return [("biomarkers.germline_brca", f"BRCA{number[1]}")]
         return []

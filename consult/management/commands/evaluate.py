@@ -55,7 +55,7 @@ class Command(BaseCommand):
     def _text_reader(self) -> None:
         """Precision and recall of the clinical text reader per fact family, on the annotated
         sentences it was built with and on the held-out ones it was never tuned on."""
-        from clinical.text.evaluation import evaluate, load_examples, report  # noqa: PLC0415
+        from clinical.text.evaluation import evaluate, load_examples, report
 
         for name, label in (
             ("annotated_sentences.yaml", "annotated set"),

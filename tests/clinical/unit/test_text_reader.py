@@ -41,9 +41,7 @@ def test_reader_reads_the_findings_the_held_back_cases_hid() -> None:
     assert _facts("UIP pattern on HRCT")["organ_function.interstitial_lung_disease"] is True
     assert _facts("Tumour thrombus in the portal vein")["staging.macrovascular_invasion"] is True
     bleed = _facts("Variceal bleed 4 weeks ago")["organ_function.recent_bleeding"]
-    assert bleed == [
-        {"site": "variceal", "date": "2026-10-30", "days_ago": 28, "recent": False}
-    ]
+    assert bleed == [{"site": "variceal", "date": "2026-10-30", "days_ago": 28, "recent": False}]
     irae = _facts("grade 3 immune colitis on ipilimumab in 2024")[
         "patient.prior_immune_adverse_events"
     ]
@@ -83,7 +81,9 @@ def test_reader_keeps_each_mention_with_its_sentence_source_and_assertion() -> N
     assert by_concept["dpd_partial"].assertion == "present"
     assert by_concept["dpd_partial"].sentence == "DPYD heterozygous *2A carrier."
     assert by_concept["dpd_partial"].source == "notes"
-    assert note[by_concept["dpd_partial"].start : by_concept["dpd_partial"].end] == "DPYD heterozygous"
+    assert (
+        note[by_concept["dpd_partial"].start : by_concept["dpd_partial"].end] == "DPYD heterozygous"
+    )
 
 
 def test_reader_a_negation_does_not_cross_to_a_positive_result() -> None:
@@ -103,13 +103,16 @@ def test_reader_the_cautious_value_wins_between_sentences() -> None:
 
 def test_reader_reads_the_case_files_free_text_fields() -> None:
     case = {
-        "patient": {"comorbidities": ["IPF", "kidney transplant 2015"], "medications": ["apixaban"]},
+        "patient": {
+            "comorbidities": ["IPF", "kidney transplant 2015"],
+            "medications": ["apixaban"],
+        },
         "diagnosis": {"prior_therapies": [{"regimen": "pembrolizumab"}]},
         "notes": "OGD: small varices.",
     }
     texts = case_texts(case)
     assert ("patient.comorbidities", "IPF") in texts
-    findings, facts = read_texts(texts, as_of=AS_OF)
+    _findings, facts = read_texts(texts, as_of=AS_OF)
     read = {f.fact: (f.value, f.source) for f in facts}
     assert read["diagnosis.transplant_history"] == ("kidney", "patient.comorbidities")
     assert read["patient.anticoagulant"] == ("apixaban", "patient.medications")
