@@ -14,6 +14,7 @@ from consult.casefile.fields import (
     CANCER_TYPES,
     PRIOR_THERAPY_FIELDS,
     PSEUDONYM_MAX_LENGTH,
+    TOXICITY_FIELDS,
     Field,
     FieldType,
     fields_in_section,
@@ -112,20 +113,44 @@ def section_values(
     return updated
 
 
+def _prior_value(field: Field, post: Any, index: int) -> Any:
+    if field.type is FieldType.TOXICITY:
+        # Two inputs (organ, grade) make the one object; both empty = not available.
+        toxicity = {
+            f.key: to_value(f, post.get(f"prior-{index}-toxicity_{f.key}")) for f in TOXICITY_FIELDS
+        }
+        return toxicity if any(v is not None for v in toxicity.values()) else None
+    return to_value(field, post.get(f"prior-{index}-{field.key}"))
+
+
 def _prior_rows(post: Any) -> list[dict[str, Any]]:
     rows = []
     count = small_count(post.get("prior-count")) or 0
     for index in range(min(count, 50)):
-        row = {f.key: to_value(f, post.get(f"prior-{index}-{f.key}")) for f in PRIOR_THERAPY_FIELDS}
+        row = {f.key: _prior_value(f, post, index) for f in PRIOR_THERAPY_FIELDS}
         if any(value is not None for value in row.values()):
             rows.append(row)
     return rows
 
 
+def _prior_texts(row: dict[str, Any]) -> dict[str, str]:
+    """One prior therapy as the edit form shows it; the toxicity object as two inputs."""
+    shown: dict[str, str] = {}
+    for field in PRIOR_THERAPY_FIELDS:
+        value = row.get(field.key)
+        if field.type is FieldType.TOXICITY:
+            toxicity = value if isinstance(value, dict) else {}
+            for sub in TOXICITY_FIELDS:
+                shown[f"toxicity_{sub.key}"] = to_text(sub, toxicity.get(sub.key))
+        else:
+            shown[field.key] = to_text(field, value)
+    return shown
+
+
 def prior_rows_for_display(data: dict[str, Any]) -> list[dict[str, str]]:
     rows = (data.get("diagnosis") or {}).get("prior_therapies") or []
-    shown = [{f.key: to_text(f, row.get(f.key)) for f in PRIOR_THERAPY_FIELDS} for row in rows]
-    return shown + [{f.key: "" for f in PRIOR_THERAPY_FIELDS} for _ in range(PRIOR_ROWS_EXTRA)]
+    shown = [_prior_texts(row) for row in rows]
+    return shown + [_prior_texts({}) for _ in range(PRIOR_ROWS_EXTRA)]
 
 
 class NewDossierForm(forms.Form):

@@ -178,6 +178,8 @@ def _edit_context(
         "prior_rows": prior_rows_for_display(data) if has_prior_therapies(section) else None,
         "response_choices": get_field("diagnosis.prior_therapies[].best_response").choices,
         "stop_reason_choices": get_field("diagnosis.prior_therapies[].stop_reason").choices,
+        "kind_choices": get_field("diagnosis.prior_therapies[].kind").choices,
+        "intent_choices": get_field("diagnosis.prior_therapies[].intent").choices,
         "general_errors": general,
         "has_errors": bool(errors or general),
         # The version of the dossier this form was filled in against (kept across a failed

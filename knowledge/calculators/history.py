@@ -34,7 +34,9 @@ HISTORY_SOURCE: Final = (
     "guideline supports rechallenge."
 )
 
-OUTCOMES: Final = ("progression", "intolerance", "completed", "other")
+OUTCOMES: Final = ("progression", "intolerance", "completed", "patient_choice", "other")
+# FORMAT.md §4 (2026-11-27) names a stop for toxicity "toxicity"; older files say "intolerance".
+_SAME_OUTCOME: Final = {"toxicity": "intolerance"}
 
 # "progressed on letrozole-palbociclib", "progression during sorafenib", "relapsed on R2",
 # "refractory to rituximab", "resistant to osimertinib".
@@ -133,7 +135,11 @@ def _text_outcomes(text: str) -> list[PriorOutcome]:
 
 def _stop_reason(therapy: Mapping[str, Any]) -> str | None:
     raw = therapy.get("stop_reason")
-    return raw.strip().lower() if isinstance(raw, str) and raw.strip().lower() in OUTCOMES else None
+    if not isinstance(raw, str):
+        return None
+    reason = raw.strip().lower()
+    reason = _SAME_OUTCOME.get(reason, reason)
+    return reason if reason in OUTCOMES else None
 
 
 def prior_outcomes(case: Mapping[str, Any]) -> tuple[list[PriorOutcome], bool]:

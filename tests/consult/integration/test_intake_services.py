@@ -61,6 +61,11 @@ ADDED_FIELDS = {
     "qtc_ms",
     "heart_rate_bpm",
     "stop_reason",  # diagnosis.prior_therapies[] (2026-11-24, additive)
+    # diagnosis.prior_therapies[] (2026-11-27, FORMAT.md §4, additive)
+    "kind",
+    "intent",
+    "start_date",
+    "toxicity",
 }
 
 
