@@ -13,6 +13,7 @@ from knowledge.bundle import Condition, Context
 from knowledge.calculators import derive_all
 from knowledge.calculators.clinicaltext import complete_from_text, likely_missing
 from knowledge.calculators.negation import affirms
+from knowledge.notes import complete_from_notes
 
 Truth = bool | None
 
@@ -27,6 +28,11 @@ def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
     "derived.text_disagreements" the fields the text contradicts (the structured value kept);
     "derived.likely_missing" the critical facts still empty that other facts make likely."""
     case, from_text, disagreements = complete_from_text(case)
+    # The medspaCy reader (clinical/text/): pharmacogenomics, endoscopy, bleeding, immune
+    # toxicity, lung disease, serology, drivers... into the fields still empty.
+    case, from_notes, notes_disagreements, read = complete_from_notes(
+        case, filled_by_text=frozenset(f["fact"] for f in from_text)
+    )
     facts: dict[str, Any] = {}
     for key, value in case.items():
         if isinstance(value, Mapping):
@@ -36,8 +42,12 @@ def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
             facts[key] = value
     for name, result in derive_all(case).items():
         facts[f"derived.{name}"] = result.value
-    facts["derived.from_text"] = from_text
-    facts["derived.text_disagreements"] = disagreements
+    # Facts the case format has no field for (a prior pneumonitis, an anticoagulant, the
+    # immune-related adverse events and bleeding events as lists) go to the rules as read.
+    for name, value in read.items():
+        facts.setdefault(name, value)
+    facts["derived.from_text"] = from_text + from_notes
+    facts["derived.text_disagreements"] = disagreements + notes_disagreements
     facts["derived.likely_missing"] = likely_missing(case)
     return facts
 
