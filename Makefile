@@ -51,6 +51,7 @@ lint: install-dev
 	$(VENV)/bin/djlint templates --check --quiet
 	$(VENV)/bin/djlint templates --lint --quiet
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) scripts/function_imports.py
 
 test: install-dev chromium poppler lint
 	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m pytest

@@ -9,9 +9,8 @@ from typing import Any
 
 from django import forms
 
+from clinical.vocab import CancerType
 from consult.casefile.fields import (
-    CANCER_TYPE_LABELS,
-    CANCER_TYPES,
     PRIOR_THERAPY_FIELDS,
     PSEUDONYM_MAX_LENGTH,
     TOXICITY_FIELDS,
@@ -160,7 +159,7 @@ class NewDossierForm(forms.Form):
         help_text="Never a real name or hospital number. An existing pseudonym in the team "
         "adds a dossier to that patient.",
     )
-    cancer_type = forms.ChoiceField(choices=[(t, CANCER_TYPE_LABELS[t]) for t in CANCER_TYPES])
+    cancer_type = forms.ChoiceField(choices=[(c.value, c.in_sentence) for c in CancerType])
     question = forms.CharField(
         label="MDT question", widget=forms.Textarea(attrs={"rows": 3}), required=False
     )
@@ -180,7 +179,7 @@ class ImportForm(forms.Form):
 
 class DossierFilterForm(forms.Form):
     cancer_type = forms.ChoiceField(
-        choices=[("", "All cancer types"), *[(t, CANCER_TYPE_LABELS[t]) for t in CANCER_TYPES]],
+        choices=[("", "All cancer types"), *[(c.value, c.in_sentence) for c in CancerType]],
         required=False,
     )
     status = forms.ChoiceField(choices=[("", "Any status"), *DossierStatus.choices], required=False)

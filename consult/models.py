@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from consult.engine.vocab import CANCER_TYPE_LABELS, CancerType
+from clinical.vocab import CANCER_TYPE_LABELS, CancerType
 from mdtboard.accounts.models import Team
 
 CANCER_TYPE_CHOICES = [(c.value, CANCER_TYPE_LABELS[c]) for c in CancerType]

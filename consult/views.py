@@ -11,9 +11,11 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from clinical.calculators import derive_all
 from consult import selectors
 from consult.casefile.fields import SECTIONS, get_field
 from consult.casefile.schema import SCHEMA_PATH
+from consult.casefile.validate import validate_case
 from consult.forms import (
     ConsultationForm,
     DossierFilterForm,
@@ -49,7 +51,6 @@ from consult.services.dossiers import (
     dossier_warnings,
     draft_case,
 )
-from knowledge.calculators import derive_all
 from mdtboard.accounts.roles import Role, role_required
 from mdtboard.audit.services import audit_record
 from mdtboard.core.http import AuthedRequest, vary_on_htmx, wants_fragment
@@ -250,7 +251,6 @@ def dossier_check_field(request: AuthedRequest, pk: int, section: str) -> HttpRe
         get_field(path)
     except KeyError as exc:
         raise Http404("No such field") from exc
-    from consult.casefile.validate import validate_case
 
     data = section_values(dossier.data, section, dossier.cancer_type, request.POST)
     errors = [

@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
-from consult.engine.vocab import UnitCancerType, UnitKind
+from clinical.vocab import UnitCancerType, UnitKind
 
 EMBEDDING_DIM = 384  # all-MiniLM-L6-v2; an endpoint model must be configured to this size
 

@@ -12,6 +12,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from django.conf import settings
@@ -20,9 +21,9 @@ from django.db import connection, transaction
 from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from pgvector.django import CosineDistance
 
-from consult.engine.vocab import SAFETY_KINDS, UnitKind
-from knowledge.applicability import Truth, case_facts, context_applies
-from knowledge.bundle import Context
+from clinical.applicability import Truth, case_facts, context_applies
+from clinical.rules import Context, SafetyAction
+from clinical.vocab import SAFETY_KINDS, UnitKind
 from knowledge.embeddings import get_provider
 from knowledge.models import GuidelineSource, UnitEmbedding, UnitVersion, VersionStatus
 
@@ -69,6 +70,13 @@ class Hit:
     @property
     def is_safety(self) -> bool:
         return self.kind in SAFETY_KINDS
+
+    @cached_property
+    def safety(self) -> SafetyAction | None:
+        """The unit's safety rule, typed; None for other kinds of unit."""
+        if not self.is_safety:
+            return None
+        return SafetyAction.model_validate(self.content.get("action") or {})
 
 
 def published_versions() -> QuerySet[UnitVersion]:
@@ -330,7 +338,8 @@ def _agents(hit: Hit) -> set[str]:
 
 
 def _restricts(hit: Hit) -> bool:
-    return hit.is_safety and hit.content.get("action", {}).get("effect") in ("remove", "condition")
+    # The gate's policy (SafetyAction.restricts), so that diagnostics and plans agree.
+    return hit.safety is not None and hit.safety.restricts()
 
 
 def arbitrate(hits: list[Hit], *, jurisdiction: str | None = None) -> Arbitrated:

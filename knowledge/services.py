@@ -24,19 +24,9 @@ from django.db.models import Value
 from django.utils import timezone
 from pydantic import ValidationError
 
-from consult.engine.vocab import SAFETY_KINDS
-from knowledge.bundle import (
-    FORMAT_ID,
-    Bundle,
-    SourceSpec,
-    UnitSpec,
-    YamlTooLarge,
-    bundle_from_documents,
-    content_hash,
-    nesting_error,
-    unit_content,
-    yaml_load_all,
-)
+from clinical.rules import FORMAT_ID, Bundle, SourceSpec, UnitSpec, content_hash, unit_content
+from clinical.vocab import SAFETY_KINDS
+from knowledge.bundle import YamlTooLarge, bundle_from_documents, nesting_error, yaml_load_all
 from knowledge.embeddings import get_provider
 from knowledge.models import (
     GuidelineSource,

@@ -7,25 +7,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from clinical.vocab import CancerType
+
 FORMAT_ID = "mdtboard.case/1"
 
 # Letters, digits, "-", "_" and "."; the first character may not be "." or "-" so that a case
 # id can never be "..", a hidden file name or look like a command-line option.
 CASE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
-CANCER_TYPES: tuple[str, ...] = ("hcc", "lung_adenocarcinoma", "breast", "lymphoma", "other")
-
-CANCER_TYPE_LABELS: Mapping[str, str] = MappingProxyType(
-    {
-        "hcc": "hepatocellular carcinoma",
-        "lung_adenocarcinoma": "lung adenocarcinoma",
-        "breast": "breast cancer",
-        "lymphoma": "lymphoma",
-        "other": "other cancer",
-    }
-)
-
-ALL: frozenset[str] = frozenset(CANCER_TYPES)
+ALL: frozenset[str] = frozenset(c.value for c in CancerType)
 HCC: frozenset[str] = frozenset({"hcc"})
 LUNG: frozenset[str] = frozenset({"lung_adenocarcinoma"})
 BREAST: frozenset[str] = frozenset({"breast"})
@@ -231,7 +221,7 @@ FIELDS: tuple[Field, ...] = (
         "Cancer type",
         FieldType.ENUM,
         required=True,
-        choices=tuple((t, CANCER_TYPE_LABELS[t]) for t in CANCER_TYPES),
+        choices=tuple((c.value, c.in_sentence) for c in CancerType),
         help="Selects the guideline pathway and which fields apply.",
     ),
     Field(

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from clinical.vocab import CancerType
 from consult.casefile.fields import (
-    CANCER_TYPE_LABELS,
     EXPECTED_KEY,
     FIELDS,
     FORMAT_ID,
@@ -114,7 +114,7 @@ def build_schema() -> dict[str, Any]:
         elif key == "cancer_type":
             leaf = _leaf_schema(get_field(key))
             leaf["description"] += (
-                " " + "; ".join(f"{k} = {v}" for k, v in CANCER_TYPE_LABELS.items()) + "."
+                " " + "; ".join(f"{c.value} = {c.in_sentence}" for c in CancerType) + "."
             )
             properties[key] = leaf
         else:

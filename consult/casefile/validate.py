@@ -16,9 +16,8 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from clinical.vocab import CancerType
 from consult.casefile.fields import (
-    CANCER_TYPE_LABELS,
-    CANCER_TYPES,
     CASE_ID_PATTERN,
     EXPECTED_KEY,
     FIELDS,
@@ -810,7 +809,7 @@ def _get(data: Mapping[str, Any], path: str) -> Any:
 
 def _cancer_type(data: Mapping[str, Any]) -> str | None:
     value = data.get("cancer_type")
-    return value if isinstance(value, str) and value in CANCER_TYPES else None
+    return value if isinstance(value, str) and value in set(CancerType) else None
 
 
 def _prior_entries(data: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]]]:
@@ -825,7 +824,7 @@ def _prior_entries(data: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]
 _MISSING_REQUIRED = {
     "case_id": 'The "case_id" field is missing; give a case identifier such as "hcc-2025-014".',
     "cancer_type": (
-        'The "cancer_type" field is missing; use one of: ' + ", ".join(CANCER_TYPES) + "."
+        'The "cancer_type" field is missing; use one of: ' + ", ".join(CancerType) + "."
     ),
 }
 
@@ -868,7 +867,7 @@ def _check_tnm(data: dict[str, Any], issues: _Issues) -> None:
             if value not in codes:
                 message = (
                     f"{field.label} {_quote(value)} is not a valid AJCC 8th edition code for "
-                    f"{CANCER_TYPE_LABELS[cancer_type]}; valid codes: {', '.join(codes)}."
+                    f"{CancerType(cancer_type).in_sentence}; valid codes: {', '.join(codes)}."
                 )
                 bare = _TNM_PREFIX.sub("", value)
                 if bare != value and bare in codes:
@@ -1372,7 +1371,7 @@ def _check_warnings(data: dict[str, Any], issues: _Issues, today: date) -> None:
             continue
         issues.warn(
             parts,
-            f"{field.label} is not normally recorded for {CANCER_TYPE_LABELS[cancer_type]}; "
+            f"{field.label} is not normally recorded for {CancerType(cancer_type).in_sentence}; "
             "please check the cancer type and this value.",
         )
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from knowledge.bundle import Bundle, UnitSpec, bundle_from_documents
+from clinical.rules import Bundle, UnitSpec
+from knowledge.bundle import bundle_from_documents
 
 SOURCE = {
     "key": "test-guideline-2025",

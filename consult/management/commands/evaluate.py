@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from clinical.text.evaluation import evaluate, load_examples, report
 from consult.evaluation import concordance_failures
 from consult.models import ConsultationStatus
 from consult.services.batch import case_run
@@ -55,8 +56,6 @@ class Command(BaseCommand):
     def _text_reader(self) -> None:
         """Precision and recall of the clinical text reader per fact family, on the annotated
         sentences it was built with and on the held-out ones it was never tuned on."""
-        from clinical.text.evaluation import evaluate, load_examples, report
-
         for name, label in (
             ("annotated_sentences.yaml", "annotated set"),
             ("heldout_sentences.yaml", "held-out set"),

@@ -9,6 +9,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from clinical.calculators.history import intolerant_of, progressed_on
 from consult.casefile.fields import PRIOR_THERAPY_KINDS, UNNUMBERED_KINDS
 from consult.casefile.validate import (
     canonical_json,
@@ -19,7 +20,6 @@ from consult.casefile.validate import (
 )
 from consult.forms import prior_rows_for_display, section_values
 from consult.presenters import case_sections
-from knowledge.calculators.history import intolerant_of, progressed_on
 from tests.paths import PUBLIC_CASES
 
 TODAY = date(2026, 6, 1)

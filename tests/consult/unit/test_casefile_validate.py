@@ -14,8 +14,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from benchmarks.parsers import CASEFILE_WORST
+from clinical.vocab import CancerType
 from consult.casefile.fields import (
-    CANCER_TYPES,
     FIELDS,
     FIELDS_BY_PATH,
     FORMAT_ID,
@@ -798,7 +798,7 @@ def test_fields_for_cancer_type() -> None:
     assert "biomarkers.egfr" not in hcc
     assert "organ_function.varices" not in breast
     assert "staging.t" not in lymphoma
-    for cancer_type in CANCER_TYPES:
+    for cancer_type in CancerType:
         assert {"case_id", "patient.age_years", "labs.creatinine_mg_dl"} <= {
             f.path for f in fields_for(cancer_type)
         }

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from knowledge.bundle import SourceSpec
+from clinical.rules import SourceSpec
 from knowledge.models import GuidelineSource, UnitVersion, VersionStatus
 from knowledge.services import (
     bundle_import,

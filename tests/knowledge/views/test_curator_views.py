@@ -11,8 +11,8 @@ import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from clinical.rules import SourceSpec
 from consult.services.dossiers import case_import
-from knowledge.bundle import SourceSpec
 from knowledge.models import GuidelineSource, KnowledgeUnit, UnitVersion, VersionStatus
 from knowledge.services import (
     FOUR_EYES,
