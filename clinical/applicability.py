@@ -27,11 +27,13 @@ def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
     were filled: "derived.from_text" lists those facts with their words, and
     "derived.text_disagreements" the fields the text contradicts (the structured value kept);
     "derived.likely_missing" the critical facts still empty that other facts make likely."""
-    case, from_text, disagreements = complete_from_text(case)
-    # The medspaCy reader (clinical/text/): pharmacogenomics, endoscopy, bleeding, immune
-    # toxicity, lung disease, serology, drivers... into the fields still empty.
-    case, from_notes, notes_disagreements, read = complete_from_notes(
-        case, filled_by_text=frozenset(f["fact"] for f in from_text)
+    # The medspaCy reader (clinical/text/reader.py) first: pharmacogenomics, endoscopy,
+    # bleeding, immune toxicity, lung disease, serology, drivers, transplant, autoimmunity,
+    # pregnancy, LVEF, QTc. The older rule-based reader then adds what it alone reads (the
+    # immunosuppression from the medication list, the heart rate, an explicit "no transplant").
+    case, from_notes, notes_disagreements, read = complete_from_notes(case)
+    case, from_text, disagreements = complete_from_text(
+        case, skip=frozenset(f["fact"] for f in (*from_notes, *notes_disagreements))
     )
     facts: dict[str, Any] = {}
     for key, value in case.items():
@@ -46,8 +48,8 @@ def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
     # immune-related adverse events and bleeding events as lists) go to the rules as read.
     for name, value in read.items():
         facts.setdefault(name, value)
-    facts["derived.from_text"] = from_text + from_notes
-    facts["derived.text_disagreements"] = disagreements + notes_disagreements
+    facts["derived.from_text"] = from_notes + from_text
+    facts["derived.text_disagreements"] = notes_disagreements + disagreements
     facts["derived.likely_missing"] = likely_missing(case)
     return facts
 
