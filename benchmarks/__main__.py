@@ -46,7 +46,7 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from benchmarks import board, engine, intake, journal, parsers, report, retrieval  # noqa: E402
+from benchmarks import board, engine, fhir, intake, journal, parsers, report, retrieval  # noqa: E402
 
 
 def main() -> None:
@@ -64,6 +64,7 @@ def main() -> None:
     parts = {
         "parsers": parsers.run,
         "intake": intake.run,
+        "fhir": fhir.run,
         "retrieval": retrieval.run_quality,
         "engine": lambda: engine.run(quick=quick),
         "board": board.run,

@@ -171,6 +171,13 @@ class NewDossierForm(forms.Form):
 
 class ImportForm(forms.Form):
     team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
+    as_of = forms.DateField(
+        label="Date of the MDT question (FHIR bundles)",
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="For a FHIR bundle: ages are computed on this date and results after it are "
+        "not imported. Empty = today.",
+    )
 
     def __init__(self, *args: Any, teams: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
@@ -51,6 +52,8 @@ from consult.services.dossiers import (
     dossier_warnings,
     draft_case,
 )
+from consult.services.fhir import FHIR_ALONE, fhir_upload_preview, upload_is_fhir
+from consult.views_fhir import render_preview
 from mdtboard.accounts.roles import Role, role_required
 from mdtboard.audit.services import audit_record
 from mdtboard.core.http import AuthedRequest, vary_on_htmx, wants_fragment
@@ -143,6 +146,7 @@ def dossier_detail(request: AuthedRequest, pk: int) -> HttpResponse:
         "consultations": selectors.consultations_for_dossier(dossier=dossier),
         "consultation_form": ConsultationForm(llm_available=llm_available()),
         "section_labels": SECTION_LABELS,
+        "fhir_import": selectors.dossier_fhir_import(dossier=dossier),
     }
     return render(request, "consult/dossier_detail.html", context)
 
@@ -300,14 +304,20 @@ def dossier_import(request: AuthedRequest) -> HttpResponse:
             form.add_error(None, "Choose one or more case files (.json) to import.")
         elif len(files) > MAX_UPLOAD_FILES:
             form.add_error(None, f"Import at most {MAX_UPLOAD_FILES} files at a time.")
+        elif any(upload_is_fhir(f) for f in files):
+            # A FHIR record is mapped, not copied: it is reviewed before anything is saved.
+            if len(files) > 1:
+                form.add_error(None, FHIR_ALONE)
+            else:
+                preview = fhir_upload_preview(upload=files[0], as_of=form.cleaned_data["as_of"])
+                return render_preview(request, preview, team=form.cleaned_data["team"])
         else:
             results = case_import_uploads(
                 actor=request.user, team=form.cleaned_data["team"], uploads=files
             )
     status = 422 if any(not r.ok for r in results) else 200
-    return render(
-        request, "consult/dossier_import.html", {"form": form, "results": results}, status=status
-    )
+    context = {"form": form, "results": results, "fhir_server": bool(settings.FHIR_SERVER_URL)}
+    return render(request, "consult/dossier_import.html", context, status=status)
 
 
 @login_not_required

@@ -282,6 +282,10 @@ def _text_depth_exceeds(text: str, limit: int) -> bool:
     return False
 
 
+# Public name for other readers of JSON (FHIR bundles) that bound nesting the same way.
+text_depth_exceeds = _text_depth_exceeds
+
+
 def _size_text(size: int) -> str:
     if size >= 1024 * 1024:
         return f"{size / (1024 * 1024):.1f} MiB ({size:,} bytes)"
@@ -1426,5 +1430,6 @@ __all__ = [
     "json_path",
     "local_today",
     "parse_case_bytes",
+    "text_depth_exceeds",
     "validate_case",
 ]

@@ -390,6 +390,22 @@ def test_runcase_reads_a_prior_therapy_with_line_zero() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
+def test_runcase_runs_a_consultation_on_a_fhir_bundle() -> None:
+    # given HL7's mCODE example record of a breast cancer patient (Jenny M)
+    load_seed()
+    path = REPO / "tests" / "fixtures" / "fhir" / "Bundle-mcode-patient-bundle-jenny-m.json"
+    out = StringIO()
+    # when it is run from the command line as a case file would be
+    call_command("runcase", str(path), "--format", "json", stdout=out)
+    # then the board deliberates on the mapped breast case and asks for what the record lacks
+    plan = json.loads(out.getvalue())
+    assert plan["format"] == "mdtboard.plan/1"
+    assert plan["case_id"].startswith("fhir-")
+    assert plan["staging"]["breast_subtype"] is None  # ER/HER2 given without the grade
+    assert plan["needs_data"]
+
+
+@pytest.mark.django_db(transaction=True)
 def test_evaluate_reports_every_public_case_concordant() -> None:
     load_seed()
     out = StringIO()
