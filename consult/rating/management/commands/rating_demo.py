@@ -1,7 +1,9 @@
 """``manage.py rating_demo [--cases DIR] [--study NAME]``: everything a rating study over the
 public cases needs, for trying it out: each case imported for the demo clinician's team of its
-cancer type, a guideline consultation run to its plan, and a comparator plan built from the
-case file's ``expected`` block; with ``--study``, the study itself over every demo rater."""
+cancer type, a guideline consultation run to its plan, and its comparator: the independent human
+plan shipped in ``consult/rating/demo_comparators/`` (written without seeing the system's plans),
+or else a stand-in built from the case file's ``expected`` block; with ``--study``, the study
+itself over every demo rater."""
 
 from __future__ import annotations
 
@@ -154,6 +156,10 @@ def comparator_from_expected(expected: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+# Human MDT plans for the public cases, written without seeing the system's plans (README there).
+DEMO_COMPARATORS = Path(__file__).resolve().parents[2] / "demo_comparators"
+
+
 def _default_cases() -> Path:
     shared = os.environ.get("MDTBOARD_SHARED_DIR") or settings.BASE_DIR.parent / "shared"
     return Path(shared) / "cases" / "public"
@@ -162,7 +168,7 @@ def _default_cases() -> Path:
 class Command(BaseCommand):
     help = (
         "Prepare a rating study over the public cases: import them, run guideline "
-        "consultations, add comparator plans from their expected blocks (and the study)."
+        "consultations, add their independent comparator plans (and the study)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -233,6 +239,17 @@ class Command(BaseCommand):
         # A comparator made from the team's decision on the system's plan is not independent:
         # the study pairs the plan with the stand-in below, never with it.
         if comparator_for_study(dossier=dossier) is None:
+            written = DEMO_COMPARATORS / f"{document.get('case_id')}.json"
+            if written.is_file():
+                comparator_create(
+                    actor=clinician,
+                    dossier=dossier,
+                    plan=json.loads(written.read_bytes()),
+                    source=ComparatorSource.IMPORTED,
+                    source_ref=f"demo_comparators/{written.name}: written without the system plan",
+                )
+                self.stdout.write(f"{path.name}: comparator plan written by an oncologist")
+                return consultation_id
             comparator = comparator_from_expected(document.get("expected") or {})
             if comparator is None:
                 self.stderr.write(f"{path.name}: no expected block; enter its comparator by hand")
@@ -259,7 +276,7 @@ class Command(BaseCommand):
                 actor=admin,
                 spec=StudySpec(
                     name=name,
-                    description="Demo over the public cases; comparators from expected blocks.",
+                    description="Demo over the public cases; independent human comparator plans.",
                     consultation_ids=consultation_ids,
                     rater_ids=[r.pk for r in raters],
                     raters_per_packet=per_packet or len(raters),
