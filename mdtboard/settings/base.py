@@ -374,6 +374,10 @@ AUDIT_THROTTLED_WINDOW_S = env.int("AUDIT_THROTTLED_WINDOW_S", default=60)
 # Move the anchor after every Nth committed event (1: every event, so that deleting even the
 # newest row is found); audit_verify moves it too.
 AUDIT_ANCHOR_EVERY = env.int("AUDIT_ANCHOR_EVERY", default=1)
+# The cut-over to the keyed scheme: the id of the last event written before AUDIT_HMAC_KEY
+# existed (0: the log began keyed). Any unkeyed event after it is a broken link, so a chain
+# recomputed whole in the unkeyed scheme cannot pass for a legacy one.
+AUDIT_LEGACY_UNTIL = env.int("AUDIT_LEGACY_UNTIL", default=0)
 
 
 def derived_audit_key(secret_key: str) -> str:

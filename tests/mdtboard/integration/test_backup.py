@@ -18,6 +18,7 @@ from knowledge.models import KnowledgeUnit
 from mdtboard.audit.anchor import anchor_read
 from mdtboard.audit.models import AuditEvent
 from mdtboard.audit.services import audit_record, audit_verify
+from tests.fixtures.audit import anchor_current_head
 from tests.fixtures.isolation import database_name
 from tests.paths import REPO
 from tests.stack import child_env
@@ -29,6 +30,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def anchor_file(settings: Any, tmp_path: Path) -> Path:
     settings.AUDIT_ANCHOR_PATH = str(tmp_path / "audit-anchor.json")
+    anchor_current_head()
     return tmp_path / "audit-anchor.json"
 
 
