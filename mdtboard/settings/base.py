@@ -287,7 +287,14 @@ ACCOUNT_EMAIL_VERIFICATION = "optional"
 ACCOUNT_LOGIN_ON_PASSWORD_RESET = False
 ACCOUNT_PREVENT_ENUMERATION = True
 ACCOUNT_SESSION_REMEMBER = False
-ACCOUNT_RATE_LIMITS = {"login_failed": "10/m/ip,5/5m/key"}
+# Sign-in throttling (mdtboard.accounts.adapters, README "Sign-in throttling"): failures per
+# account and address together (key), per address over all accounts (ip), and per account
+# from addresses it never signed in from; sign-in attempts per address.
+ACCOUNT_RATE_LIMITS = {
+    "login": env.str("LOGIN_RATE_IP", default="120/m/ip"),
+    "login_failed": env.str("LOGIN_FAILED_RATE", default="60/m/ip,5/5m/key"),
+    "login_failed_account": env.str("LOGIN_FAILED_ACCOUNT_RATE", default="20/15m/key"),
+}
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "mdtboard"
 # Accept the code of the previous and the next 30-second step too (RFC 6238 section 5.2): a
