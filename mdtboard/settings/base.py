@@ -326,6 +326,10 @@ SECURE_REFERRER_POLICY = "same-origin"
 # with 413 before storing it, and mdtboard.core.limits again in front of Django, which reads
 # every body in full before a view can say no.
 MAX_REQUEST_BYTES = env.int("MDTBOARD_MAX_REQUEST_BYTES", default=64 * 1024 * 1024)
+# Slow clients (mdtboard.webserver): a request's line and headers must arrive within this many
+# seconds of the connection (or of the previous request), its body within BODY after them.
+HEADER_TIMEOUT_S = env.float("MDTBOARD_HEADER_TIMEOUT_S", default=10.0)
+BODY_TIMEOUT_S = env.float("MDTBOARD_BODY_TIMEOUT_S", default=60.0)
 # Form fields other than files (no form has a large text field); larger bodies get a 400.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # Uploaded files beyond this spill to a temporary file instead of memory.
