@@ -63,6 +63,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Outermost of ours: every response of a patient-data view, refusals and redirects made
+    # further in included, says "no-store" (mdtboard.core.caching).
+    "mdtboard.core.caching.NoStoreMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
