@@ -46,7 +46,16 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from benchmarks import board, engine, intake, journal, parsers, report, retrieval  # noqa: E402
+from benchmarks import (  # noqa: E402
+    board,
+    engine,
+    intake,
+    journal,
+    parsers,
+    report,
+    retrieval,
+    textreaders,
+)
 
 
 def main() -> None:
@@ -63,6 +72,7 @@ def main() -> None:
     only = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")), "")
     parts = {
         "parsers": parsers.run,
+        "textreaders": textreaders.run,
         "intake": intake.run,
         "retrieval": retrieval.run_quality,
         "engine": lambda: engine.run(quick=quick),

@@ -45,14 +45,18 @@ def _base(name: str) -> dict[str, Any]:
 
 
 def hostile_case(text: str, name: str = "breast-01.json") -> dict[str, Any]:
-    """A real case with ``text`` in every free-text field and in its prior lines' regimens."""
+    """A real case whose free-text fields (and prior lines' regimens) share ``text``: each
+    holds an equal share of it, so the case carries about ``len(text)`` characters in all
+    and every field grows with the text."""
     case = copy.deepcopy(_base(name))
+    therapies = (case.get("diagnosis") or {}).get("prior_therapies") or []
+    share = text[: max(1, len(text) // (len(TEXT_FIELDS) + len(LIST_FIELDS) + len(therapies)))]
     for path in (*TEXT_FIELDS, *LIST_FIELDS):
         section, _, key = path.rpartition(".")
         target = case.setdefault(section, {}) if section else case
-        target[key] = [text] if path in LIST_FIELDS else text
-    for therapy in (case.get("diagnosis") or {}).get("prior_therapies") or []:
-        therapy["regimen"] = text
+        target[key] = [share] if path in LIST_FIELDS else share
+    for therapy in therapies:
+        therapy["regimen"] = share
     return case
 
 

@@ -82,8 +82,6 @@ class InviteOnlyAccountAdapter(DefaultAccountAdapter):
         super().login(request, user)
         try:
             ip = self.get_client_ip(request)
-            cache.set(
-                _KNOWN.format(login=user.email.lower(), ip=ip), 1, KNOWN_ADDRESS_DAYS * 86400
-            )
+            cache.set(_KNOWN.format(login=user.email.lower(), ip=ip), 1, KNOWN_ADDRESS_DAYS * 86400)
         except Exception:  # noqa: BLE001, S110 - remembering the address is a convenience only
             pass
