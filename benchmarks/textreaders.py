@@ -75,7 +75,8 @@ def run() -> None:
         case = probe_case(token)
         raw = json.dumps(case, ensure_ascii=False).encode()
         parsed = parse_case_bytes(raw, filename="probe.json", today=date(2026, 6, 1))
-        assert parsed.data is not None and not parsed.errors, parsed.errors
+        if parsed.data is None or parsed.errors:
+            raise RuntimeError(f"the probe case file must pass validation: {parsed.errors}")
         seconds["dossier"] = max(
             seconds["dossier"], _cpu(lambda case=case: (case_sections(case), derive_all(case)))
         )

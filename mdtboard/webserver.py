@@ -115,7 +115,11 @@ class CappedWebRequest(WebRequest):  # type: ignore[misc]
             self.channel.transport.abortConnection()
 
 
-class DeadlineHTTPChannel(http.HTTPChannel):  # type: ignore[misc]
+# Twisted's own annotations of HTTPChannel are partial; as Daphne's classes, it is used untyped.
+_HTTPChannel: Any = http.HTTPChannel
+
+
+class DeadlineHTTPChannel(_HTTPChannel):  # type: ignore[misc]
     """Twisted's HTTP channel with a deadline for the headers and one for the body."""
 
     header_timeout: float = 10.0
@@ -169,7 +173,7 @@ def _deadline_channel_protocol(factory: Any) -> Any:
     server = factory.server
     channel.header_timeout = server.header_timeout
     channel.body_timeout = server.body_timeout
-    return http._GenericHTTPChannelProtocol(channel)
+    return cast(Any, http)._GenericHTTPChannelProtocol(channel)
 
 
 class CappedHTTPFactory(HTTPFactory):  # type: ignore[misc]

@@ -32,11 +32,11 @@ class AccountsConfig(AppConfig):
         ):
             signal.connect(receiver, dispatch_uid=f"accounts-audit-{receiver.__name__}")
         # Two-factor: turned on or off, recovery codes regenerated or used, codes refused.
-        for signal, receiver in (
+        for mfa_signal, mfa_receiver in (
             (mfa_signals.authenticator_added, receivers.record_mfa_added),
             (mfa_signals.authenticator_removed, receivers.record_mfa_removed),
             (mfa_signals.authenticator_reset, receivers.record_mfa_reset),
             (mfa_signals.authenticator_used, receivers.record_mfa_used),
             (mfa_signals.authentication_failed, receivers.record_mfa_failed),
         ):
-            signal.connect(receiver, dispatch_uid=f"accounts-audit-{receiver.__name__}")
+            mfa_signal.connect(mfa_receiver, dispatch_uid=f"accounts-audit-{mfa_receiver.__name__}")
