@@ -45,10 +45,11 @@ poppler:
 lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(VENV)/bin/mypy mdtboard consult knowledge
+	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(VENV)/bin/mypy clinical mdtboard consult knowledge
 	$(VENV)/bin/djlint templates --check --quiet
 	$(VENV)/bin/djlint templates --lint --quiet
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) scripts/function_imports.py
 
 test: install-dev chromium poppler lint
 	DJANGO_SETTINGS_MODULE=mdtboard.settings.test $(PY) -m pytest

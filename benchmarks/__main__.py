@@ -49,6 +49,7 @@ from django.core.management import call_command  # noqa: E402
 from benchmarks import (  # noqa: E402
     board,
     engine,
+    fhir,
     intake,
     journal,
     parsers,
@@ -74,6 +75,7 @@ def main() -> None:
         "parsers": parsers.run,
         "textreaders": textreaders.run,
         "intake": intake.run,
+        "fhir": fhir.run,
         "retrieval": retrieval.run_quality,
         "engine": lambda: engine.run(quick=quick),
         "board": board.run,

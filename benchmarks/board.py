@@ -30,8 +30,8 @@ def _consultation(user: Any, team: Any) -> Any:
 def _persist(consultation_id: int, index: int) -> tuple[int, float]:
     from django.db import transaction
 
+    from clinical.vocab import EventKind
     from consult.engine.protocols import EngineEvent
-    from consult.engine.vocab import EventKind
     from consult.journal.numbering import events_append
     from consult.models import Consultation
 

@@ -53,9 +53,9 @@ def _cpu(fn: Any) -> float:
 
 def run() -> None:
     _tests_package()
+    from clinical.calculators import derive_all
     from consult.casefile.validate import parse_case_bytes
     from consult.presenters import case_sections
-    from knowledge.calculators import derive_all
     from tests import text_readers
     from tests.linearity import HOSTILE_SHAPES, text_growth
 
@@ -93,10 +93,10 @@ def run() -> None:
 
 
 def _plan_page(doc: dict[str, Any], case: dict[str, Any]) -> None:
+    from clinical.calculators import derive_all
     from consult.labels import clinical_text
     from consult.plan_view import plan_view
     from consult.review.presenters import plan_lines, recommendation_view
-    from knowledge.calculators import derive_all
 
     derived = {name: result.value for name, result in derive_all(case).items()}
     plan_view(doc)

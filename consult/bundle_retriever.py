@@ -8,10 +8,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from clinical.applicability import case_facts
+from clinical.rules import Bundle, UnitSpec, content_hash, unit_content
 from consult.engine.protocols import Evidence, EvidenceRequest, Retrieved
 from consult.evidence import unit_evidence
-from knowledge.applicability import case_facts
-from knowledge.bundle import Bundle, UnitSpec, content_hash, unit_content
 
 _WORD = re.compile(r"[a-z0-9]+")
 

@@ -19,6 +19,7 @@ from consult.journal.board import Board, apply, dom_id, event_dict, event_from_w
 from consult.journal.render import render_events
 from consult.journal.selectors import consultation_board_get, consultation_events
 from consult.selectors import consultation_can_watch
+from mdtboard.accounts.models import User
 from mdtboard.accounts.selectors import user_must_set_up_mfa
 from mdtboard.accounts.sessions import session_seconds_left
 from mdtboard.audit.services import audit_subscription
@@ -49,8 +50,6 @@ CLOSE_SIGNED_OUT = 4401
 
 
 def _user_is_active(user_id: int) -> bool:
-    from mdtboard.accounts.models import User
-
     return User.objects.filter(pk=user_id, is_active=True).exists()
 
 
@@ -101,8 +100,6 @@ class _SessionBound:
 def _user_may_watch(user_id: int, consultation_id: int) -> bool:
     """The user as the database knows them now (active, role and teams), not as the socket
     found them at connect."""
-    from mdtboard.accounts.models import User
-
     user = User.objects.filter(pk=user_id, is_active=True).first()
     return user is not None and consultation_can_watch(user=user, consultation_id=consultation_id)
 

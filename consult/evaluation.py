@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
+
+from clinical.applicability import case_facts
+from clinical.calculators import derive_all, staging_summary
+from consult.bundle_retriever import BundleRetriever
+from consult.engine.deliberation import Deliberation, EngineConfig
+from consult.engine.protocols import MemoryStore
+from consult.engine.providers import GuidelineProvider
+from consult.labels import fact_labels
 
 
 def _text(value: Any) -> str:
@@ -58,16 +67,6 @@ def primary_failures(plan: Mapping[str, Any], expected: Mapping[str, Any]) -> li
 def plan_offline(case: Mapping[str, Any], bundle: Any, *, max_rounds: int = 3) -> dict[str, Any]:
     """The guideline engine's plan for a validated case over a knowledge-base bundle held in
     memory (the same applicability rules as the database retriever)."""
-    import asyncio
-
-    from consult.bundle_retriever import BundleRetriever
-    from consult.engine.deliberation import Deliberation, EngineConfig
-    from consult.engine.protocols import MemoryStore
-    from consult.engine.providers import GuidelineProvider
-    from consult.labels import fact_labels
-    from knowledge.applicability import case_facts
-    from knowledge.calculators import derive_all, staging_summary
-
     deliberation = Deliberation(
         case=case,
         facts=case_facts(case),

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from clinical.applicability import context_applies, missing_facts
+from clinical.explain import failed_conditions, held_conditions
+from clinical.rules import Context
 from consult.engine.protocols import Evidence
-from knowledge.applicability import context_applies, missing_facts
-from knowledge.bundle import Context
-from knowledge.explain import failed_conditions, held_conditions
 
 
 def unit_evidence(

@@ -9,11 +9,11 @@ from typing import Any
 
 from django import forms
 
+from clinical.vocab import CancerType
 from consult.casefile.fields import (
-    CANCER_TYPE_LABELS,
-    CANCER_TYPES,
     PRIOR_THERAPY_FIELDS,
     PSEUDONYM_MAX_LENGTH,
+    TOXICITY_FIELDS,
     Field,
     FieldType,
     fields_in_section,
@@ -112,20 +112,44 @@ def section_values(
     return updated
 
 
+def _prior_value(field: Field, post: Any, index: int) -> Any:
+    if field.type is FieldType.TOXICITY:
+        # Two inputs (organ, grade) make the one object; both empty = not available.
+        toxicity = {
+            f.key: to_value(f, post.get(f"prior-{index}-toxicity_{f.key}")) for f in TOXICITY_FIELDS
+        }
+        return toxicity if any(v is not None for v in toxicity.values()) else None
+    return to_value(field, post.get(f"prior-{index}-{field.key}"))
+
+
 def _prior_rows(post: Any) -> list[dict[str, Any]]:
     rows = []
     count = small_count(post.get("prior-count")) or 0
     for index in range(min(count, 50)):
-        row = {f.key: to_value(f, post.get(f"prior-{index}-{f.key}")) for f in PRIOR_THERAPY_FIELDS}
+        row = {f.key: _prior_value(f, post, index) for f in PRIOR_THERAPY_FIELDS}
         if any(value is not None for value in row.values()):
             rows.append(row)
     return rows
 
 
+def _prior_texts(row: dict[str, Any]) -> dict[str, str]:
+    """One prior therapy as the edit form shows it; the toxicity object as two inputs."""
+    shown: dict[str, str] = {}
+    for field in PRIOR_THERAPY_FIELDS:
+        value = row.get(field.key)
+        if field.type is FieldType.TOXICITY:
+            toxicity = value if isinstance(value, dict) else {}
+            for sub in TOXICITY_FIELDS:
+                shown[f"toxicity_{sub.key}"] = to_text(sub, toxicity.get(sub.key))
+        else:
+            shown[field.key] = to_text(field, value)
+    return shown
+
+
 def prior_rows_for_display(data: dict[str, Any]) -> list[dict[str, str]]:
     rows = (data.get("diagnosis") or {}).get("prior_therapies") or []
-    shown = [{f.key: to_text(f, row.get(f.key)) for f in PRIOR_THERAPY_FIELDS} for row in rows]
-    return shown + [{f.key: "" for f in PRIOR_THERAPY_FIELDS} for _ in range(PRIOR_ROWS_EXTRA)]
+    shown = [_prior_texts(row) for row in rows]
+    return shown + [_prior_texts({}) for _ in range(PRIOR_ROWS_EXTRA)]
 
 
 class NewDossierForm(forms.Form):
@@ -135,7 +159,7 @@ class NewDossierForm(forms.Form):
         help_text="Never a real name or hospital number. An existing pseudonym in the team "
         "adds a dossier to that patient.",
     )
-    cancer_type = forms.ChoiceField(choices=[(t, CANCER_TYPE_LABELS[t]) for t in CANCER_TYPES])
+    cancer_type = forms.ChoiceField(choices=[(c.value, c.in_sentence) for c in CancerType])
     question = forms.CharField(
         label="MDT question", widget=forms.Textarea(attrs={"rows": 3}), required=False
     )
@@ -147,6 +171,13 @@ class NewDossierForm(forms.Form):
 
 class ImportForm(forms.Form):
     team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
+    as_of = forms.DateField(
+        label="Date of the MDT question (FHIR bundles)",
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="For a FHIR bundle: ages are computed on this date and results after it are "
+        "not imported. Empty = today.",
+    )
 
     def __init__(self, *args: Any, teams: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -155,7 +186,7 @@ class ImportForm(forms.Form):
 
 class DossierFilterForm(forms.Form):
     cancer_type = forms.ChoiceField(
-        choices=[("", "All cancer types"), *[(t, CANCER_TYPE_LABELS[t]) for t in CANCER_TYPES]],
+        choices=[("", "All cancer types"), *[(c.value, c.in_sentence) for c in CancerType]],
         required=False,
     )
     status = forms.ChoiceField(choices=[("", "Any status"), *DossierStatus.choices], required=False)

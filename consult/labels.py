@@ -10,26 +10,8 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any
 
+from clinical.vocab import PHASE_LABELS, ROLE_LABELS, STAGING_LABELS
 from consult.casefile.fields import FIELDS
-from consult.engine.guideline import PHASE_WORDS
-from consult.engine.vocab import STAGING_LABELS
-
-# The board's members by name ("radiation_oncology" -> "Radiation oncology").
-ROLE_LABELS = {
-    "diagnostic": "Diagnostic",
-    "treatment": "Treatment",
-    "safety": "Safety",
-    "monitoring": "Monitoring",
-    "coordinator": "Coordinator",
-    "hepatology": "Hepatology",
-    "interventional_radiology": "Interventional radiology",
-    "surgery": "Surgery",
-    "radiation_oncology": "Radiation oncology",
-    "pathology": "Pathology",
-    "cardio_oncology": "Cardio-oncology",
-    "fertility": "Fertility",
-    "pharmacy": "Pharmacy",
-}
 
 DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
     {
@@ -129,7 +111,7 @@ _UNIT_BARE = re.compile(rf"(?<![\w./-]){_UNIT}(?![\w/-])")
 _SNAKE = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")
 
 
-# Coded values of derived facts (knowledge/calculators/) that a plan's "why" lines show.
+# Coded values of derived facts (clinical/calculators/) that a plan's "why" lines show.
 DERIVED_VALUE_WORDS: Mapping[str, str] = MappingProxyType(
     {
         "none_recorded": "none on record",
@@ -156,7 +138,7 @@ def _word(match: re.Match[str]) -> str:
     key = match.group(0)
     return (
         STAGING_LABELS.get(key)
-        or PHASE_WORDS.get(key)
+        or PHASE_LABELS.get(key)
         or ROLE_LABELS.get(key)
         or _enum_labels().get(key)
         or DERIVED_VALUE_WORDS.get(key)

@@ -12,8 +12,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clinical.calculators import derive_all, staging_summary
+from consult.engine.aio import run_coroutine
+from consult.engine.prompting import load
 from consult.engine.protocols import PastCase
-from knowledge.calculators import derive_all, staging_summary
+from consult.rating.models import Rating
+from consult.review.models import ClinicianReview, Decision
+from consult.review.selectors import plan_versions
 from knowledge.embeddings import EmbeddingError
 from knowledge.memory.evolution import evolution_propose
 from knowledge.memory.models import EntrySource
@@ -210,8 +215,6 @@ def _llm_reflection(user: Mapping[str, Any]) -> tuple[dict[str, str], str] | Non
         return None
     if settings is None:
         return None
-    from consult.engine.aio import run_coroutine
-    from consult.engine.prompting import load
 
     system = f"ROLE: {REFLECTOR}\n\n{load(REFLECTOR)}"
     model = settings.role_models.get(REFLECTOR, settings.model)
@@ -283,9 +286,6 @@ def _chain_recorded(draft: EntryDraft) -> int:
 def experience_from_review(*, review_id: int) -> int | None:
     """The entry a clinician's decision teaches: accept -> CorrectKB (and the past cases the
     plan recalled helped); amend or reject -> ChainKB with a reflection. Returns its id."""
-    from consult.review.models import ClinicianReview, Decision
-    from consult.review.selectors import plan_versions
-
     review = ClinicianReview.objects.select_related(
         "consultation__snapshot", "consultation__dossier"
     ).get(pk=review_id)
@@ -352,8 +352,6 @@ def experience_from_rating(*, rating_id: int) -> int | None:
     """A rater scored the board's plan: well (mean >= 4) -> CorrectKB; poorly (mean <= 2.5,
     or safety <= 2) -> ChainKB, the human MDT plan it was compared with as the correct one.
     In between it teaches nothing. Returns the entry's id."""
-    from consult.rating.models import Rating
-
     rating = Rating.objects.select_related(
         "assignment__packet__consultation__snapshot",
         "assignment__packet__plan",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from consult.engine.vocab import CANCER_TYPE_LABELS, CancerType
+from clinical.vocab import CANCER_TYPE_LABELS, CancerType
 from mdtboard.accounts.models import Team
 
 CANCER_TYPE_CHOICES = [(c.value, CANCER_TYPE_LABELS[c]) for c in CancerType]
@@ -304,3 +304,31 @@ class Plan(models.Model):
 
     def __str__(self) -> str:
         return f"plan of consultation {self.consultation_id}"
+
+
+class FhirImportSource(models.TextChoices):
+    UPLOAD = "upload", "uploaded bundle"
+    SERVER = "server", "FHIR server"
+    COMMAND = "command", "command line"
+
+
+class FhirImport(models.Model):
+    """Where each value of a dossier imported from a FHIR Bundle came from: the resource, code,
+    system and date of every field, the values not chosen, and what was not imported, as the
+    review screen showed them before the dossier was saved."""
+
+    dossier = models.OneToOneField(
+        LesionDossier, on_delete=models.PROTECT, related_name="fhir_import"
+    )
+    source = models.CharField(max_length=16, choices=FhirImportSource.choices)
+    filename = models.CharField(max_length=255, blank=True)
+    bundle_sha256 = models.CharField(max_length=64)
+    as_of = models.DateField(help_text="The date of the MDT question: ages are computed on it.")
+    provenance = models.JSONField()
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    imported_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"FHIR import of dossier {self.dossier_id}"

@@ -9,23 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from consult.engine.guideline import PHASE_WORDS
-from consult.engine.vocab import RELEVANT_STAGING, STAGING_LABELS
+from clinical.vocab import MODALITY_LABELS, PHASE_LABELS, RELEVANT_STAGING, STAGING_LABELS
 from consult.labels import fact_label
 
-PHASES = tuple(PHASE_WORDS.items())  # in time order
-MODALITIES = {
-    "surgery": "Surgery",
-    "ablation": "Ablation",
-    "locoregional": "Locoregional therapy",
-    "systemic": "Systemic therapy",
-    "radiotherapy": "Radiotherapy",
-    "supportive": "Supportive care",
-    "antiviral": "Antiviral therapy",
-    "transplant": "Transplantation",
-    "surveillance": "Surveillance",
-    "referral": "Referral",
-}
+PHASES = tuple(PHASE_LABELS.items())  # in time order
 # "organ_function.lvef_pct (for common.gate.anthracycline-lvef)"
 _NEED = re.compile(r"^(?P<fact>[a-z_]+\.[a-z0-9_]+)(?: \(for (?P<unit>[^)]+)\))?$")
 
@@ -65,9 +52,6 @@ class PlanView:
         return self.gates.get("pass", [])
 
 
-PHASE_LABELS = dict(PHASES)
-
-
 def need_label(item: str) -> str:
     """ "organ_function.lvef_pct (for common.gate.x)" -> "LVEF (%)": what to fill in."""
     match = _NEED.match(item)
@@ -83,7 +67,8 @@ def cancer_of(staging: dict[str, Any]) -> str:
 
 
 def _component(c: dict[str, Any]) -> dict[str, Any]:
-    return {**c, "modality_label": MODALITIES.get(c.get("modality", ""), c.get("modality", ""))}
+    modality = c.get("modality", "")
+    return {**c, "modality_label": MODALITY_LABELS.get(modality, modality)}
 
 
 def plan_view(doc: dict[str, Any], staging_keys: Sequence[str] | None = None) -> PlanView:

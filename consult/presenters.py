@@ -41,8 +41,21 @@ def display(field: Field, value: Any) -> str:
         return ", ".join(value) if value else "none"
     if field.type is FieldType.ENUM:
         return dict(field.choices).get(value, str(value))
+    if field.type is FieldType.TOXICITY:
+        return toxicity_text(value)
     text = f"{value:g}" if isinstance(value, float) else str(value)
     return f"{text} {field.unit}" if field.unit and field.unit != "yyyy-mm-dd" else text
+
+
+def toxicity_text(value: Any) -> str:
+    """{"organ": "lung", "grade": 3} -> "lung, CTCAE grade 3"; parts not recorded are said so."""
+    if not isinstance(value, dict):
+        return str(value)
+    organ = value.get("organ")
+    grade = value.get("grade")
+    organ_text = str(organ) if organ not in (None, "") else "organ not recorded"
+    grade_text = f"CTCAE grade {grade}" if grade is not None else "grade not recorded"
+    return f"{organ_text}, {grade_text}"
 
 
 def _value(data: dict[str, Any], field: Field) -> Any:

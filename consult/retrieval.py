@@ -9,9 +9,9 @@ from typing import Any
 
 from django.db import connection
 
+from clinical.applicability import case_facts
 from consult.engine.protocols import Evidence, EvidenceRequest, Retrieved
 from consult.evidence import unit_evidence
-from knowledge.applicability import case_facts
 from knowledge.models import UnitVersion
 from knowledge.selectors import Hit, published_versions, query_vectors, unit_search
 

@@ -14,6 +14,7 @@ from consult.journal import lease
 from consult.models import (
     Consultation,
     ConsultationStatus,
+    FhirImport,
     LesionDossier,
     Patient,
 )
@@ -77,6 +78,12 @@ def dossier_get(*, user: Any, pk: int) -> LesionDossier:
         )
     except LesionDossier.DoesNotExist as exc:
         raise Http404("No such dossier") from exc
+
+
+def dossier_fhir_import(*, dossier: LesionDossier) -> FhirImport | None:
+    """Where the dossier's values came from, if it was imported from a FHIR record (the caller
+    has already been allowed to see the dossier)."""
+    return FhirImport.objects.select_related("imported_by").filter(dossier=dossier).first()
 
 
 def consultation_get(*, user: Any, pk: int) -> Consultation:

@@ -9,8 +9,11 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_ready
 
+from consult.learning import experience_from_rating as rating_service
+from consult.learning import experience_from_review as review_service
 from consult.services.consultations import consultation_run as run_service
 from consult.services.consultations import consultations_recover
+from mdtboard.celery import app
 
 
 @shared_task(
@@ -31,23 +34,17 @@ logger = logging.getLogger(__name__)
 @shared_task(name="consult.experience_from_review", acks_late=True, soft_time_limit=300)
 def experience_from_review(review_id: int) -> int | None:
     """The CorrectKB or ChainKB entry a clinician's decision teaches (idempotent)."""
-    from consult.learning import experience_from_review as service
-
-    return service(review_id=review_id)
+    return review_service(review_id=review_id)
 
 
 @shared_task(name="consult.experience_from_rating", acks_late=True, soft_time_limit=300)
 def experience_from_rating(rating_id: int) -> int | None:
     """The CorrectKB or ChainKB entry a rating teaches, if any (idempotent)."""
-    from consult.learning import experience_from_rating as service
-
-    return service(rating_id=rating_id)
+    return rating_service(rating_id=rating_id)
 
 
 def _consultations_waiting() -> int | None:
     """Messages waiting in the consultations queue, or None when the broker cannot say."""
-    from mdtboard.celery import app
-
     try:
         with app.connection_for_write() as connection:
             declared = connection.default_channel.queue_declare(queue="consultations", passive=True)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from consult import views
+from consult import views, views_fhir
 from consult.review import views as review_views
 
 app_name = "consult"
@@ -21,6 +21,13 @@ urlpatterns = [
     ),
     path("dossiers/<int:pk>/submit/", views.dossier_submit_view, name="dossier-submit"),
     path("dossiers/<int:pk>/export.json", views.dossier_export_view, name="dossier-export"),
+    path(
+        "dossiers/<int:pk>/export.fhir.json",
+        views_fhir.dossier_export_fhir_view,
+        name="dossier-export-fhir",
+    ),
+    path("dossiers/import/fhir/", views_fhir.fhir_import_confirm, name="fhir-import-confirm"),
+    path("dossiers/import/fhir-server/", views_fhir.fhir_server_import, name="fhir-server-import"),
     path("schema/mdtboard.case-1.json", views.case_schema, name="case-schema"),
     path("dossiers/<int:pk>/consult/", views.consultation_start_view, name="consultation-start"),
     path("consultations/<int:pk>/", views.consultation_board, name="consultation-board"),
@@ -29,4 +36,9 @@ urlpatterns = [
     ),
     path("consultations/<int:pk>/plan/", review_views.plan_detail, name="plan-detail"),
     path("consultations/<int:pk>/plan.json", views.plan_json, name="plan-json"),
+    path(
+        "consultations/<int:pk>/careplan.fhir.json",
+        views_fhir.plan_careplan_view,
+        name="plan-careplan",
+    ),
 ]

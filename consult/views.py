@@ -5,15 +5,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from clinical.calculators import derive_all
 from consult import selectors
 from consult.casefile.fields import SECTIONS, get_field
 from consult.casefile.schema import SCHEMA_PATH
+from consult.casefile.validate import validate_case
 from consult.forms import (
     ConsultationForm,
     DossierFilterForm,
@@ -49,7 +52,8 @@ from consult.services.dossiers import (
     dossier_warnings,
     draft_case,
 )
-from knowledge.calculators import derive_all
+from consult.services.fhir import FHIR_ALONE, fhir_upload_preview, upload_is_fhir
+from consult.views_fhir import render_preview
 from mdtboard.accounts.roles import Role, role_required
 from mdtboard.audit.services import audit_record
 from mdtboard.core.http import AuthedRequest, vary_on_htmx, wants_fragment
@@ -159,6 +163,7 @@ def dossier_detail(request: AuthedRequest, pk: int) -> HttpResponse:
         "consultations": selectors.consultations_for_dossier(dossier=dossier),
         "consultation_form": ConsultationForm(llm_available=llm_available()),
         "section_labels": SECTION_LABELS,
+        "fhir_import": selectors.dossier_fhir_import(dossier=dossier),
     }
     return render(request, "consult/dossier_detail.html", context)
 
@@ -195,6 +200,8 @@ def _edit_context(
         "prior_rows": prior_rows_for_display(data) if has_prior_therapies(section) else None,
         "response_choices": get_field("diagnosis.prior_therapies[].best_response").choices,
         "stop_reason_choices": get_field("diagnosis.prior_therapies[].stop_reason").choices,
+        "kind_choices": get_field("diagnosis.prior_therapies[].kind").choices,
+        "intent_choices": get_field("diagnosis.prior_therapies[].intent").choices,
         "general_errors": general,
         "has_errors": bool(errors or general),
         # The version of the dossier this form was filled in against (kept across a failed
@@ -269,7 +276,6 @@ def dossier_check_field(request: AuthedRequest, pk: int, section: str) -> HttpRe
         get_field(path)
     except KeyError as exc:
         raise Http404("No such field") from exc
-    from consult.casefile.validate import validate_case
 
     data = section_values(dossier.data, section, dossier.cancer_type, request.POST)
     errors = [
@@ -319,14 +325,20 @@ def dossier_import(request: AuthedRequest) -> HttpResponse:
             form.add_error(None, "Choose one or more case files (.json) to import.")
         elif len(files) > MAX_UPLOAD_FILES:
             form.add_error(None, f"Import at most {MAX_UPLOAD_FILES} files at a time.")
+        elif any(upload_is_fhir(f) for f in files):
+            # A FHIR record is mapped, not copied: it is reviewed before anything is saved.
+            if len(files) > 1:
+                form.add_error(None, FHIR_ALONE)
+            else:
+                preview = fhir_upload_preview(upload=files[0], as_of=form.cleaned_data["as_of"])
+                return render_preview(request, preview, team=form.cleaned_data["team"])
         else:
             results = case_import_uploads(
                 actor=request.user, team=form.cleaned_data["team"], uploads=files
             )
     status = 422 if any(not r.ok for r in results) else 200
-    return render(
-        request, "consult/dossier_import.html", {"form": form, "results": results}, status=status
-    )
+    context = {"form": form, "results": results, "fhir_server": bool(settings.FHIR_SERVER_URL)}
+    return render(request, "consult/dossier_import.html", context, status=status)
 
 
 @login_not_required

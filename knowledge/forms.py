@@ -10,13 +10,9 @@ from typing import Any, cast
 from django import forms
 from pydantic import ValidationError
 
-from consult.engine.vocab import UnitCancerType, UnitKind
-from knowledge.bundle import (
-    SourceSpec,
-    UnitSpec,
-    nesting_error,
-    unit_content,
-)
+from clinical.rules import SourceSpec, UnitSpec, unit_content
+from clinical.vocab import UnitCancerType, UnitKind
+from knowledge.bundle import nesting_error
 from knowledge.ingest import MAX_INPUT_BYTES
 from knowledge.models import GuidelineSource, VersionStatus
 from knowledge.services import HOTFIX_REASON

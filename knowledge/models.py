@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
-from consult.engine.vocab import UnitCancerType, UnitKind
+from clinical.vocab import UnitCancerType, UnitKind
 
 EMBEDDING_DIM = 384  # all-MiniLM-L6-v2; an endpoint model must be configured to this size
 
@@ -153,3 +153,68 @@ class UnitEmbedding(models.Model):
 
     def __str__(self) -> str:
         return f"embedding of {self.version_id} ({self.provider})"
+
+
+class ApprovalKind(models.TextChoices):
+    PUBLISH = "publish", "Publish a version that weakens a safety rule"
+    RETIRE = "retire", "Retire"
+    HOTFIX = "hotfix", "Second review of a hot-fix"
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    REFUSED = "refused", "Refused"
+    WITHDRAWN = "withdrawn", "Withdrawn"
+    SUPERSEDED = "superseded", "Superseded"
+
+
+class ApprovalRequest(models.Model):
+    """A change to the knowledge base that waits for a second person (four eyes): a
+    retirement, or the publication of a version that weakens a published safety rule, takes
+    effect only when someone other than who asked approves it; a hot-fix, live at once, waits
+    for a second person to confirm it afterwards. ``reasons`` are the classifier's words for
+    what the change does (knowledge.safety_change). Only the decision columns ever change,
+    once, and a database trigger enforces it."""
+
+    MUTABLE_FIELDS = ("status", "decided_by", "decided_at", "decision_note")
+
+    kind = models.CharField(max_length=16, choices=ApprovalKind.choices)
+    unit = models.ForeignKey(KnowledgeUnit, on_delete=models.PROTECT, related_name="approvals")
+    version = models.ForeignKey(UnitVersion, on_delete=models.PROTECT, related_name="approvals")
+    requested_by = models.ForeignKey(  # None: the system (the seed load run by an operator)
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    reason = models.TextField(blank=True)
+    reasons = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(
+        max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["version", "kind"],
+                condition=Q(status="pending"),
+                name="one_pending_approval_per_version_and_kind",
+            )
+        ]
+        indexes = [models.Index(fields=["status", "kind"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.version} ({self.status})"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == ApprovalStatus.PENDING

@@ -12,6 +12,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from django.conf import settings
@@ -19,12 +20,22 @@ from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
 from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from pgvector.django import CosineDistance
+from pydantic import ValidationError
 
-from consult.engine.vocab import SAFETY_KINDS, UnitKind
-from knowledge.applicability import Truth, case_facts, context_applies
-from knowledge.bundle import Context
+from clinical.applicability import Truth, case_facts, context_applies
+from clinical.rules import Context, SafetyAction, UnitSpec
+from clinical.vocab import SAFETY_KINDS, UnitKind
 from knowledge.embeddings import get_provider
-from knowledge.models import GuidelineSource, UnitEmbedding, UnitVersion, VersionStatus
+from knowledge.models import (
+    ApprovalRequest,
+    ApprovalStatus,
+    GuidelineSource,
+    KnowledgeUnit,
+    UnitEmbedding,
+    UnitVersion,
+    VersionStatus,
+)
+from knowledge.safety_change import SafetyChange, classify
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +80,13 @@ class Hit:
     @property
     def is_safety(self) -> bool:
         return self.kind in SAFETY_KINDS
+
+    @cached_property
+    def safety(self) -> SafetyAction | None:
+        """The unit's safety rule, typed; None for other kinds of unit."""
+        if not self.is_safety:
+            return None
+        return SafetyAction.model_validate(self.content.get("action") or {})
 
 
 def published_versions() -> QuerySet[UnitVersion]:
@@ -330,7 +348,8 @@ def _agents(hit: Hit) -> set[str]:
 
 
 def _restricts(hit: Hit) -> bool:
-    return hit.is_safety and hit.content.get("action", {}).get("effect") in ("remove", "condition")
+    # The gate's policy (SafetyAction.restricts), so that diagnostics and plans agree.
+    return hit.safety is not None and hit.safety.restricts()
 
 
 def arbitrate(hits: list[Hit], *, jurisdiction: str | None = None) -> Arbitrated:
@@ -432,3 +451,89 @@ def version_as_cited(*, version_id: int) -> UnitVersion | None:
 
 def sources_all() -> QuerySet[GuidelineSource]:
     return GuidelineSource.objects.all()
+
+
+# --- what a change does to a safety rule (four eyes) ----------------------------------------
+
+UNREADABLE = (
+    "The {which} content cannot be read as a rule of the current format, so the change "
+    "cannot be shown not to weaken it."
+)
+
+
+def _spec_of(version: UnitVersion) -> UnitSpec | None:
+    try:
+        return UnitSpec.model_validate({"key": version.unit.key, **version.content})
+    except ValidationError:
+        return None
+
+
+def _published_version(unit: KnowledgeUnit) -> UnitVersion | None:
+    return UnitVersion.objects.filter(unit=unit, status=VersionStatus.PUBLISHED).first()
+
+
+def version_safety_change(*, version: UnitVersion, retire: bool = False) -> SafetyChange | None:
+    """What publishing ``version`` (or, with ``retire``, retiring it) does to its unit's
+    published safety rule; None for a unit that is not a safety rule (the ordinary review
+    applies). Fails closed: content that no longer reads as a rule counts as weakening."""
+    if retire:
+        return safety_change_of(version=version, published=version, retire=True)
+    return safety_change_of(version=version, published=_published_version(version.unit))
+
+
+def safety_change_of(
+    *, version: UnitVersion, published: UnitVersion | None, retire: bool = False
+) -> SafetyChange | None:
+    """``version_safety_change`` against a given published version (None: none is live)."""
+    if version.unit.kind not in SAFETY_KINDS:
+        return None
+    if retire:
+        spec = _spec_of(version)
+        if spec is None:
+            return SafetyChange(weakens=(UNREADABLE.format(which="published"),))
+        return classify(spec, None)
+    if published is not None and published.pk == version.pk:
+        return SafetyChange()
+    proposed = _spec_of(version)
+    if proposed is None:
+        return SafetyChange(weakens=(UNREADABLE.format(which="proposed"),))
+    if published is None:
+        return classify(None, proposed)
+    current = _spec_of(published)
+    if current is None:
+        return SafetyChange(weakens=(UNREADABLE.format(which="published"),))
+    return classify(current, proposed)
+
+
+def approval_requests_pending() -> QuerySet[ApprovalRequest]:
+    """Every change waiting for a second person, oldest first."""
+    return (
+        ApprovalRequest.objects.filter(status=ApprovalStatus.PENDING)
+        .select_related("unit", "version", "version__author", "requested_by")
+        .order_by("created_at", "pk")
+    )
+
+
+def unit_approval_requests(*, unit: KnowledgeUnit) -> QuerySet[ApprovalRequest]:
+    """A unit's requests, newest first: what waits, and what was decided."""
+    return (
+        ApprovalRequest.objects.filter(unit=unit)
+        .select_related("unit", "version", "version__author", "requested_by", "decided_by")
+        .order_by("-created_at", "-pk")
+    )
+
+
+def approval_request_get(*, pk: int) -> ApprovalRequest | None:
+    return (
+        ApprovalRequest.objects.filter(pk=pk)
+        .select_related("unit", "version", "version__unit", "requested_by")
+        .first()
+    )
+
+
+def published_by_unit(*, unit_ids: Iterable[int]) -> dict[int, UnitVersion]:
+    """The live version of each of these units that has one, by unit id, in one query."""
+    rows = UnitVersion.objects.filter(
+        unit_id__in=list(unit_ids), status=VersionStatus.PUBLISHED
+    ).select_related("unit")
+    return {v.unit_id: v for v in rows}

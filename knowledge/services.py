@@ -6,6 +6,12 @@ and queues its embedding. Nobody, administrators included, publishes their own v
 through the flagged and audited hot-fix path, meant for safety alerts; a draft that is not
 one's own only an administrator may hot-fix.
 
+Four eyes on every weakening of a safety rule, whoever asks (knowledge.safety_change reads the
+typed rule to decide): retiring a unit, and publishing a version that weakens the published
+safety rule, wait in an ``ApprovalRequest`` until someone other than who asked (a second curator
+or an administrator) approves; a hot-fix may only add or strengthen, and waits for a second
+person to confirm it afterwards while it is already live.
+
 The shipped seed, loaded by the system at every start, only adds the units that do not exist
 yet: once loaded, a unit belongs to the curators.
 """
@@ -14,7 +20,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -24,27 +30,22 @@ from django.db.models import Value
 from django.utils import timezone
 from pydantic import ValidationError
 
-from consult.engine.vocab import SAFETY_KINDS
-from knowledge.bundle import (
-    FORMAT_ID,
-    Bundle,
-    SourceSpec,
-    UnitSpec,
-    YamlTooLarge,
-    bundle_from_documents,
-    content_hash,
-    nesting_error,
-    unit_content,
-    yaml_load_all,
-)
+from clinical.rules import FORMAT_ID, Bundle, SourceSpec, UnitSpec, content_hash, unit_content
+from clinical.vocab import SAFETY_KINDS
+from knowledge.bundle import YamlTooLarge, bundle_from_documents, nesting_error, yaml_load_all
 from knowledge.embeddings import get_provider
 from knowledge.models import (
+    ApprovalKind,
+    ApprovalRequest,
+    ApprovalStatus,
     GuidelineSource,
     KnowledgeUnit,
     UnitEmbedding,
     UnitVersion,
     VersionStatus,
 )
+from knowledge.safety_change import SafetyChange
+from knowledge.selectors import safety_change_of, version_safety_change
 from mdtboard.accounts.roles import Role, has_role, is_admin
 from mdtboard.audit.services import audit_record
 
@@ -77,6 +78,33 @@ HOTFIX_NOT_SAFETY = (
     "Only safety units (contraindications, interactions, organ-function gates) may be published "
     "as a hot-fix by a curator; send this version to review for another curator."
 )
+HOTFIX_WEAKENS = (
+    "A hot-fix may only add to or strengthen a safety rule, and this version weakens the "
+    "published one: {reasons} Send it to review: a second curator or an administrator must "
+    "approve it."
+)
+SYSTEM_WEAKENS = (
+    "This version weakens the published safety rule ({reasons}); the system does not publish "
+    "it alone: a curator or an administrator must approve it."
+)
+OWN_REQUEST = (
+    "You asked for this change: someone else, a second curator or an administrator, must "
+    "decide on it (four eyes)."
+)
+OWN_VERSION_REVIEW = (
+    "This is your own version: someone else, a second curator or an administrator, must "
+    "decide on it (four eyes)."
+)
+NOT_PENDING = "This request has already been {status}."
+NOT_YOUR_REQUEST = "Only the person who asked may withdraw a request."
+RETIRE_PENDING = (
+    "Retiring {key} v{number} is already waiting for a second curator or an administrator."
+)
+NO_LONGER_PUBLISHED = (
+    "{key} v{number} is no longer the published version, so the request no longer applies; "
+    "ask again about the version now published."
+)
+HOTFIX_NOT_WITHDRAWN = "A hot-fix's second review cannot be withdrawn: it is already live."
 HOTFIX_REASON_MIN_LENGTH = 20
 HOTFIX_REASON_MIN_WORDS = 3
 # Fewer distinct letters and digits than this is filler ("aaaa…", "asdfasdf…"), not a reason.
@@ -238,8 +266,129 @@ def _locked(version: UnitVersion) -> UnitVersion:
     return UnitVersion.objects.select_for_update().select_related("unit").get(pk=version.pk)
 
 
+def _reasons_text(change: SafetyChange) -> str:
+    return " ".join(change.weakens)
+
+
+# --- approval requests (four eyes) ----------------------------------------------------------
+
+_ACTOR = object()  # _request_open: who asked is the actor
+
+
+def _request_open(
+    *,
+    kind: ApprovalKind,
+    actor: Any,
+    version: UnitVersion,
+    reason: str,
+    reasons: tuple[str, ...],
+    requested_by: Any = _ACTOR,
+) -> ApprovalRequest:
+    """``requested_by``: who asked, when not the actor who opens it (None: the system)."""
+    asker = actor if requested_by is _ACTOR else requested_by
+    request = ApprovalRequest.objects.create(
+        kind=kind,
+        unit=version.unit,
+        version=version,
+        requested_by=asker if getattr(asker, "is_authenticated", False) else None,
+        reason=reason.strip()[:2000],
+        reasons=list(reasons),
+    )
+    audit_record(
+        action="kb.request.open",
+        actor=actor,
+        obj=request,
+        payload={
+            "kind": kind.value,
+            "unit": version.unit.key,
+            "number": version.number,
+            "reasons": list(reasons)[:20],
+            "requested_by": request.requested_by_id,
+            **({"reason": reason.strip()[:500]} if reason.strip() else {}),
+        },
+    )
+    return request
+
+
+def _pending(version: UnitVersion, kind: ApprovalKind) -> ApprovalRequest | None:
+    return (
+        ApprovalRequest.objects.select_for_update()
+        .filter(version=version, kind=kind, status=ApprovalStatus.PENDING)
+        .first()
+    )
+
+
+def _request_close(
+    request: ApprovalRequest, *, actor: Any, status: ApprovalStatus, note: str = ""
+) -> ApprovalRequest:
+    request.status = status
+    request.decided_by = actor if getattr(actor, "is_authenticated", False) else None
+    request.decided_at = timezone.now()
+    request.decision_note = note.strip()[:2000]
+    request.save(update_fields=["status", "decided_by", "decided_at", "decision_note"])
+    verb = {
+        ApprovalStatus.APPROVED: "approve",
+        ApprovalStatus.REFUSED: "refuse",
+        ApprovalStatus.WITHDRAWN: "withdraw",
+        ApprovalStatus.SUPERSEDED: "supersede",
+    }[status]
+    audit_record(
+        action=f"kb.request.{verb}",
+        actor=actor,
+        obj=request,
+        payload={
+            "kind": request.kind,
+            "unit": request.unit.key,
+            "number": request.version.number,
+            **({"note": request.decision_note[:500]} if request.decision_note else {}),
+        },
+    )
+    return request
+
+
+def _check_second_person(*, actor: Any, request: ApprovalRequest) -> None:
+    """Four eyes: whoever decides is neither who asked nor, for a version, its author (nor,
+    for a hot-fix, who published it). The system's requests (the seed load) need one person."""
+    _require_curator(actor)
+    if actor is None:
+        raise KnowledgeError("A request needs a person's decision.")
+    if request.requested_by_id is not None and request.requested_by_id == actor.pk:
+        raise KnowledgeError(OWN_REQUEST)
+    version = request.version
+    if request.kind in (ApprovalKind.PUBLISH, ApprovalKind.HOTFIX) and (
+        actor.pk in (version.author_id, version.reviewed_by_id if version.hotfix else None)
+    ):
+        raise KnowledgeError(OWN_VERSION_REVIEW)
+
+
+def _supersede_stale(*, actor: Any, unit: KnowledgeUnit, live: UnitVersion | None) -> None:
+    """A publication or a retirement settles what waited on other versions of the unit: a
+    version older than the one now live would roll the unit back, a retirement or a hot-fix
+    review was about a version no longer live."""
+    pending = ApprovalRequest.objects.select_for_update().filter(
+        unit=unit, status=ApprovalStatus.PENDING
+    )
+    for request in pending.select_related("version", "unit"):
+        if request.kind == ApprovalKind.PUBLISH:
+            stale = live is not None and request.version.number < live.number
+        else:
+            stale = live is None or request.version_id != live.pk
+        if stale:
+            _request_close(
+                request,
+                actor=actor,
+                status=ApprovalStatus.SUPERSEDED,
+                note=f"v{live.number} was published meanwhile."
+                if live is not None
+                else "The unit was retired meanwhile.",
+            )
+
+
 @transaction.atomic
-def version_submit(*, actor: Any, version: UnitVersion) -> UnitVersion:
+def version_submit(*, actor: Any, version: UnitVersion, reason: str = "") -> UnitVersion:
+    """Send a draft to review. A version that weakens the published safety rule also opens a
+    request that names who asked, the reason and what it weakens: the reviewer who publishes
+    it approves it, and nobody who asked or wrote it can."""
     _require_curator(actor)
     version = _locked(version)
     if version.status != VersionStatus.DRAFT:
@@ -255,6 +404,15 @@ def version_submit(*, actor: Any, version: UnitVersion) -> UnitVersion:
         obj=version,
         payload={"unit": version.unit.key, "number": version.number},
     )
+    change = version_safety_change(version=version)
+    if change is not None and change.weakens and _pending(version, ApprovalKind.PUBLISH) is None:
+        _request_open(
+            kind=ApprovalKind.PUBLISH,
+            actor=actor,
+            version=version,
+            reason=reason,
+            reasons=change.weakens,
+        )
     return version
 
 
@@ -267,7 +425,12 @@ def version_publish(
     version, draft or in review, or as an administrator someone else's draft. Administrators
     follow the same four-eyes rule for their own versions. A version older than one already
     published is refused: it would roll the unit back. ``embed=False`` leaves queueing the
-    embedding to the caller (a bundle import queues one task for all units)."""
+    embedding to the caller (a bundle import queues one task for all units).
+
+    A version that weakens the published safety rule is never a hot-fix nor a system
+    publication: it is published only by a reviewer who neither wrote it nor asked for it,
+    which approves its request. A hot-fix goes live at once and waits for a second person's
+    review (an ApprovalRequest of kind hot-fix)."""
     _require_curator(actor)
     version = _locked(version)
     if version.status not in (VersionStatus.IN_REVIEW, VersionStatus.DRAFT):
@@ -302,6 +465,28 @@ def version_publish(
     )
     if newest is not None and newest > version.number:
         raise KnowledgeError(STALE_VERSION.format(number=version.number, newer=newest))
+    change = safety_change_of(version=version, published=current)
+    approval: ApprovalRequest | None = None
+    if change is not None and change.weakens:
+        if hotfix:
+            raise KnowledgeError(HOTFIX_WEAKENS.format(reasons=_reasons_text(change)))
+        if actor is None:
+            raise KnowledgeError(SYSTEM_WEAKENS.format(reasons=_reasons_text(change)))
+        approval = _pending(version, ApprovalKind.PUBLISH)
+        if approval is None:
+            # Sent to review before it weakened anything (or before requests existed): its
+            # author asked for it.
+            approval = _request_open(
+                kind=ApprovalKind.PUBLISH,
+                actor=actor,
+                requested_by=version.author,
+                version=version,
+                reason="",
+                reasons=change.weakens,
+            )
+        _check_second_person(actor=actor, request=approval)
+    elif not hotfix and actor is not None:
+        approval = _pending(version, ApprovalKind.PUBLISH)
     now = timezone.now()
     if current is not None:
         current.status = VersionStatus.RETIRED
@@ -323,21 +508,36 @@ def version_publish(
             "hash": version.content_hash,
             "supersedes": current.pk if current else None,
             **({"reason": hotfix_reason.strip()[:500]} if hotfix_reason else {}),
+            **({"weakens": list(change.weakens)[:20]} if change and change.weakens else {}),
         },
     )
+    if approval is not None:
+        # Published while it no longer weakened the rule (the rule it was measured against
+        # has changed): nobody approved a weakening, so the request is only settled.
+        settled = change is None or not change.weakens
+        _request_close(
+            approval,
+            actor=actor,
+            status=ApprovalStatus.SUPERSEDED if settled else ApprovalStatus.APPROVED,
+            note="It no longer weakened the published rule when it was published."
+            if settled
+            else "",
+        )
+    _supersede_stale(actor=actor, unit=version.unit, live=version)
+    if hotfix:
+        _request_open(
+            kind=ApprovalKind.HOTFIX,
+            actor=actor,
+            version=version,
+            reason=hotfix_reason,
+            reasons=change.strengthens if change is not None else (),
+        )
     if embed:
         _queue_embedding([version.pk])
     return version
 
 
-@transaction.atomic
-def version_retire(*, actor: Any, version: UnitVersion, reason: str) -> UnitVersion:
-    _require_curator(actor)
-    if not reason.strip():
-        raise KnowledgeError("Retiring a unit needs a reason.")
-    version = _locked(version)
-    if version.status != VersionStatus.PUBLISHED:
-        raise KnowledgeError(WRONG_STATUS.format(status=version.status, action="retired"))
+def _retire_now(*, actor: Any, version: UnitVersion, reason: str, **extra: Any) -> UnitVersion:
     version.status = VersionStatus.RETIRED
     version.retired_at = timezone.now()
     version.save(update_fields=["status", "retired_at"])
@@ -349,9 +549,114 @@ def version_retire(*, actor: Any, version: UnitVersion, reason: str) -> UnitVers
             "unit": version.unit.key,
             "number": version.number,
             "reason": reason.strip()[:500],
+            **extra,
         },
     )
     return version
+
+
+@transaction.atomic
+def version_retire_request(*, actor: Any, version: UnitVersion, reason: str) -> ApprovalRequest:
+    """Ask to retire a published version. Nothing changes until someone other than who asked,
+    a second curator or an administrator, approves (``approval_request_approve``): a
+    retirement takes a rule out of every plan, and a retired version never comes back."""
+    _require_curator(actor)
+    if not reason.strip():
+        raise KnowledgeError("Retiring a unit needs a reason.")
+    version = _locked(version)
+    if version.status != VersionStatus.PUBLISHED:
+        raise KnowledgeError(WRONG_STATUS.format(status=version.status, action="retired"))
+    if _pending(version, ApprovalKind.RETIRE) is not None:
+        raise KnowledgeError(RETIRE_PENDING.format(key=version.unit.key, number=version.number))
+    change = version_safety_change(version=version, retire=True)
+    return _request_open(
+        kind=ApprovalKind.RETIRE,
+        actor=actor,
+        version=version,
+        reason=reason,
+        reasons=change.weakens if change is not None else (),
+    )
+
+
+def _locked_request(request: ApprovalRequest) -> ApprovalRequest:
+    return (
+        ApprovalRequest.objects.select_for_update()
+        .select_related("unit", "version", "version__unit")
+        .get(pk=request.pk)
+    )
+
+
+@transaction.atomic
+def approval_request_approve(
+    *, actor: Any, request: ApprovalRequest, note: str = ""
+) -> ApprovalRequest:
+    """A second person approves: a retirement takes effect, a version is published (as its
+    reviewer), a hot-fix is confirmed."""
+    request = _locked_request(request)
+    if not request.is_pending:
+        raise KnowledgeError(NOT_PENDING.format(status=request.get_status_display().lower()))
+    _check_second_person(actor=actor, request=request)
+    if request.kind == ApprovalKind.PUBLISH:
+        version_publish(actor=actor, version=request.version)  # approves the request
+        request.refresh_from_db()
+        return request
+    if request.kind == ApprovalKind.RETIRE:
+        version = _locked(request.version)
+        if version.status != VersionStatus.PUBLISHED:
+            _request_close(request, actor=actor, status=ApprovalStatus.SUPERSEDED)
+            raise KnowledgeError(
+                NO_LONGER_PUBLISHED.format(key=version.unit.key, number=version.number)
+            )
+        _request_close(request, actor=actor, status=ApprovalStatus.APPROVED, note=note)
+        _retire_now(
+            actor=actor,
+            version=version,
+            reason=request.reason,
+            requested_by=request.requested_by_id,
+            approval=request.pk,
+        )
+        _supersede_stale(actor=actor, unit=version.unit, live=None)
+        return request
+    return _request_close(request, actor=actor, status=ApprovalStatus.APPROVED, note=note)
+
+
+@transaction.atomic
+def approval_request_refuse(*, actor: Any, request: ApprovalRequest, note: str) -> ApprovalRequest:
+    """A second person refuses, saying why: a retirement does not happen, a version waiting
+    for publication goes back to draft; a refused hot-fix stays live (taking it back would
+    itself weaken the rule: edit the unit, through review), marked as disputed."""
+    request = _locked_request(request)
+    if not request.is_pending:
+        raise KnowledgeError(NOT_PENDING.format(status=request.get_status_display().lower()))
+    _check_second_person(actor=actor, request=request)
+    if not note.strip():
+        raise KnowledgeError("Say why the request is refused (the author reads it).")
+    if request.kind == ApprovalKind.PUBLISH:
+        _back_to_draft(request.version)
+    return _request_close(request, actor=actor, status=ApprovalStatus.REFUSED, note=note)
+
+
+@transaction.atomic
+def approval_request_withdraw(*, actor: Any, request: ApprovalRequest) -> ApprovalRequest:
+    """Who asked takes the request back: a version waiting for publication returns to draft."""
+    _require_curator(actor)
+    request = _locked_request(request)
+    if not request.is_pending:
+        raise KnowledgeError(NOT_PENDING.format(status=request.get_status_display().lower()))
+    if request.kind == ApprovalKind.HOTFIX:
+        raise KnowledgeError(HOTFIX_NOT_WITHDRAWN)
+    if actor is None or request.requested_by_id != actor.pk:
+        raise KnowledgeError(NOT_YOUR_REQUEST)
+    if request.kind == ApprovalKind.PUBLISH:
+        _back_to_draft(request.version)
+    return _request_close(request, actor=actor, status=ApprovalStatus.WITHDRAWN)
+
+
+def _back_to_draft(version: UnitVersion) -> None:
+    version = _locked(version)
+    if version.status == VersionStatus.IN_REVIEW:
+        version.status = VersionStatus.DRAFT
+        version.save(update_fields=["status"])
 
 
 EMBED_TASK_SIZE = 256  # versions per embedding task: well inside its time limit on a busy CPU
@@ -409,6 +714,15 @@ class BundleImportResult:
     unchanged: int = 0
     published: int = 0
     upgraded: int = 0  # seed load: seed units no one has curated, brought to the new seed
+    # Units whose new version weakens their published safety rule: left in review, with a
+    # request that a second person (a curator or an administrator) must approve.
+    weakening: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SeedRemoval:
+    retired: list[str] = field(default_factory=list)
+    awaiting: list[str] = field(default_factory=list)  # safety units: retirement asked for
 
 
 def _seed_only_units(keys: list[str]) -> set[str]:
@@ -432,23 +746,35 @@ def _seed_only_units(keys: list[str]) -> set[str]:
     return live - touched - unsettled
 
 
-def seed_units_retire_removed(*, keys: list[str], reason: str) -> list[str]:
+@transaction.atomic
+def seed_units_retire_removed(*, keys: list[str], reason: str) -> SeedRemoval:
     """The seed load's counterpart of bringing uncurated units to the new seed: a unit the
     seed no longer ships (renamed or withdrawn) that only the system's seed load ever wrote is
     retired, so a deployment does not keep offering it beside its successor. A unit any curator
-    drafted, reviewed or retired stays as the curators keep it."""
+    drafted, reviewed or retired stays as the curators keep it.
+
+    A safety rule is never retired by the seed alone: its retirement is asked for (once; a
+    refusal stands) and waits for a curator or an administrator to approve it."""
     gone = list(
         UnitVersion.objects.filter(status=VersionStatus.PUBLISHED)
         .exclude(unit__key__in=keys)
         .values_list("unit__key", flat=True)
         .distinct()
     )
-    retired: list[str] = []
+    result = SeedRemoval()
     for key in sorted(_seed_only_units(gone)):
-        for version in UnitVersion.objects.filter(unit__key=key, status=VersionStatus.PUBLISHED):
-            version_retire(actor=None, version=version, reason=reason)
-        retired.append(key)
-    return retired
+        for version in UnitVersion.objects.select_related("unit").filter(
+            unit__key=key, status=VersionStatus.PUBLISHED
+        ):
+            if version.unit.kind in SAFETY_KINDS:
+                asked = ApprovalRequest.objects.filter(version=version, kind=ApprovalKind.RETIRE)
+                if not asked.exists():
+                    version_retire_request(actor=None, version=version, reason=reason)
+                result.awaiting.append(key)
+            else:
+                _retire_now(actor=None, version=_locked(version), reason=reason)
+                result.retired.append(key)
+    return result
 
 
 def bundle_parse(raw: bytes, *, filename: str) -> tuple[Bundle | None, list[BundleError]]:
@@ -505,7 +831,11 @@ def bundle_import(
     touched (only system versions, still published) to the seed's new content, so a deployment
     gets the corrected seed. A source, or a unit a curator has drafted, reviewed or retired, is
     left exactly as the curators keep it, whatever the seed says. Such units count as
-    unchanged."""
+    unchanged.
+
+    A unit whose new version weakens its published safety rule is never published by the
+    import, whoever runs it: it stays in review with a request for a second person
+    (``weakening``)."""
     _require_curator(actor)
     seed_load = actor is None and publish
     result = BundleImportResult()
@@ -531,8 +861,17 @@ def bundle_import(
                 result.unchanged += 1
                 continue
             raise KnowledgeError(f"unit {unit_spec.key}: {exc}") from exc
-        version = version_submit(actor=actor, version=version)
+        version = version_submit(
+            actor=actor, version=version, reason=reason or "imported from a bundle"
+        )
         result.drafts += 1
+        if ApprovalRequest.objects.filter(
+            version=version, kind=ApprovalKind.PUBLISH, status=ApprovalStatus.PENDING
+        ).exists():
+            # It weakens the published safety rule: it waits in review for a second person,
+            # whoever imports it (the seed load included).
+            result.weakening.append(unit_spec.key)
+            continue
         if seed_load and version.number > 1:
             result.upgraded += 1
         if publish:
@@ -553,6 +892,7 @@ def bundle_import(
             "versions": result.drafts,
             "unchanged": result.unchanged,
             "published": result.published,
+            **({"weakening": result.weakening[:100]} if result.weakening else {}),
             **({"new_units_only": True} if seed_load else {}),
         },
     )

@@ -38,6 +38,11 @@ urlpatterns = [
     path(version + "hotfix/", views.version_hotfix_view, name="version-hotfix"),
     path(version + "retire/", views.version_retire_view, name="version-retire"),
     path("review/", views.review_queue, name="review-queue"),
+    path(
+        "requests/<int:pk>/<str:decision>/",
+        views.approval_decide,
+        name="approval-decide",
+    ),
     path("sources/", views.source_list, name="source-list"),
     path("sources/new/", views.source_create, name="source-create"),
     path("sources/<kbkey:key>/edit/", views.source_edit, name="source-edit"),

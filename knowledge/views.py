@@ -36,13 +36,25 @@ from knowledge.forms import (
     unit_initial,
 )
 from knowledge.ingest import Candidate, IngestError, segment_document
-from knowledge.models import GuidelineSource, UnitVersion, VersionStatus
+from knowledge.models import (
+    ApprovalKind,
+    ApprovalRequest,
+    ApprovalStatus,
+    GuidelineSource,
+    UnitVersion,
+    VersionStatus,
+)
 from knowledge.selectors import (
     Arbitrated,
     Hit,
+    approval_request_get,
+    approval_requests_pending,
     arbitrate,
     newest_published_number,
+    published_by_unit,
+    safety_change_of,
     sources_all,
+    unit_approval_requests,
     unit_latest_versions,
     unit_search,
     unit_versions_for,
@@ -53,6 +65,9 @@ from knowledge.services import (
     BundleError,
     BundleImportResult,
     KnowledgeError,
+    approval_request_approve,
+    approval_request_refuse,
+    approval_request_withdraw,
     bundle_export,
     bundle_import,
     bundle_parse,
@@ -60,7 +75,7 @@ from knowledge.services import (
     source_save,
     unit_save_draft,
     version_publish,
-    version_retire,
+    version_retire_request,
     version_submit,
 )
 from mdtboard.accounts.roles import Role, has_role, is_admin, role_required
@@ -227,6 +242,9 @@ def unit_detail(request: AuthedRequest, key: str) -> HttpResponse:
     versions = _versions_of(key)
     published = next((v for v in versions if v.status == VersionStatus.PUBLISHED), None)
     shown = published or versions[0]
+    approvals = list(unit_approval_requests(unit=versions[0].unit))
+    pending = [a for a in approvals if a.is_pending]
+    _mark(versions, pending)
     context = {
         "unit": versions[0].unit,
         "versions": versions,
@@ -235,8 +253,26 @@ def unit_detail(request: AuthedRequest, key: str) -> HttpResponse:
         "is_admin": is_admin(request.user),
         "hotfix_allowed": hotfix_allowed_kind(actor=request.user, kind=versions[0].unit.kind),
         "newest_published": newest_published_number(versions),
+        "pending": pending,
+        "decided": [a for a in approvals if not a.is_pending][:20],
     }
     return render(request, "knowledge/unit_detail.html", context)
+
+
+def _mark(versions: list[UnitVersion], pending: list[ApprovalRequest]) -> None:
+    """What the version pages show beside each version: ``change`` (what publishing it does
+    to the published safety rule, for drafts and versions in review) and its pending
+    ``publish_request``, ``retire_request`` and ``hotfix_request``."""
+    unsettled = (VersionStatus.DRAFT, VersionStatus.IN_REVIEW)
+    live = published_by_unit(unit_ids={v.unit_id for v in versions if v.status in unsettled})
+    for v in versions:
+        change = None
+        if v.status in unsettled:
+            change = safety_change_of(version=v, published=live.get(v.unit_id))
+        setattr(v, "change", change)  # noqa: B010 - a display attribute, not a model field
+        for kind in ApprovalKind:
+            request = next((a for a in pending if a.version_id == v.pk and a.kind == kind), None)
+            setattr(v, f"{kind.value}_request", request)
 
 
 def _unit_form_page(
@@ -325,6 +361,7 @@ def unit_diff(request: AuthedRequest, key: str) -> HttpResponse:
         raise Http404("No such version")
     old = by_number.get(a_number)
     new = by_number[b_number]
+    _mark([new], list(approval_requests_pending().filter(version=new)))
     rows = side_by_side(content_lines(old.content) if old else [], content_lines(new.content))
     context = {
         "unit": new.unit,
@@ -345,12 +382,22 @@ def unit_diff(request: AuthedRequest, key: str) -> HttpResponse:
 @role_required(*CURATORS)
 def version_submit_view(request: AuthedRequest, key: str, number: int) -> HttpResponse:
     version = _version(key, number)
+    reason = str(request.POST.get("reason", ""))[:2000]
     try:
-        version_submit(actor=request.user, version=version)
+        version_submit(actor=request.user, version=version, reason=reason)
     except KnowledgeError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"v{number} sent to review: another curator publishes it.")
+        if version.approvals.filter(
+            kind=ApprovalKind.PUBLISH, status=ApprovalStatus.PENDING
+        ).exists():
+            messages.warning(
+                request,
+                f"v{number} sent to review. It weakens the published safety rule, so a second "
+                "curator or an administrator must approve it before it takes effect.",
+            )
+        else:
+            messages.success(request, f"v{number} sent to review: another curator publishes it.")
     return _back(request, version)
 
 
@@ -382,8 +429,14 @@ def version_hotfix_view(request: AuthedRequest, key: str, number: int) -> HttpRe
     except KnowledgeError as exc:
         messages.error(request, str(exc))
     else:
-        how = "as a hot-fix (flagged and audited)" if published.hotfix else "after review"
-        messages.success(request, f"{key} v{number} published {how}.")
+        if published.hotfix:
+            messages.success(
+                request,
+                f"{key} v{number} published as a hot-fix (flagged and audited); it is pending "
+                "a second person's review.",
+            )
+        else:
+            messages.success(request, f"{key} v{number} published after review.")
     return _back(request, version)
 
 
@@ -396,18 +449,78 @@ def version_retire_view(request: AuthedRequest, key: str, number: int) -> HttpRe
         messages.error(request, " ".join(str(e) for e in form.errors["reason"]))
         return _back(request, version)
     try:
-        version_retire(actor=request.user, version=version, reason=form.cleaned_data["reason"])
+        version_retire_request(
+            actor=request.user, version=version, reason=form.cleaned_data["reason"]
+        )
     except KnowledgeError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"{key} v{number} retired: retrieval no longer sees it.")
+        messages.success(
+            request,
+            f"Retiring {key} v{number} is asked for: it stays published until a second "
+            "curator or an administrator approves.",
+        )
     return _back(request, version)
+
+
+DECISIONS = ("approve", "refuse", "withdraw")
+
+
+def _decided(request: ApprovalRequest) -> str:
+    what = f"{request.unit.key} v{request.version.number}"
+    if request.status == ApprovalStatus.SUPERSEDED:
+        return f"{what}: settled without a decision ({request.decision_note})"
+    if request.status == ApprovalStatus.APPROVED:
+        return {
+            ApprovalKind.RETIRE: f"{what} retired: retrieval no longer sees it.",
+            ApprovalKind.PUBLISH: f"{what} published: its embedding is being computed.",
+            ApprovalKind.HOTFIX: f"Hot-fix {what} confirmed by a second person.",
+        }[ApprovalKind(request.kind)]
+    if request.status == ApprovalStatus.REFUSED:
+        return {
+            ApprovalKind.RETIRE: f"Retiring {what} refused: it stays published.",
+            ApprovalKind.PUBLISH: f"{what} refused: it is a draft again.",
+            ApprovalKind.HOTFIX: f"Hot-fix {what} disputed: it stays live; edit the unit "
+            "through review to change it.",
+        }[ApprovalKind(request.kind)]
+    return f"Request about {what} withdrawn."
+
+
+@require_POST
+@role_required(*CURATORS)
+def approval_decide(request: AuthedRequest, pk: int, decision: str) -> HttpResponse:
+    """A second person approves or refuses a change waiting for four eyes; who asked may
+    withdraw it. The services decide who may."""
+    approval = approval_request_get(pk=pk)
+    if approval is None or decision not in DECISIONS:
+        raise Http404("No such request")
+    note = str(request.POST.get("note", ""))[:2000]
+    try:
+        if decision == "approve":
+            approval = approval_request_approve(actor=request.user, request=approval, note=note)
+        elif decision == "refuse":
+            approval = approval_request_refuse(actor=request.user, request=approval, note=note)
+        else:
+            approval = approval_request_withdraw(actor=request.user, request=approval)
+    except KnowledgeError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _decided(approval))
+    return _back(request, approval.version)
 
 
 @require_GET
 @role_required(*CURATORS)
 def review_queue(request: AuthedRequest) -> HttpResponse:
-    return render(request, "knowledge/review_queue.html", {"versions": versions_in_review()})
+    versions = list(versions_in_review())
+    pending = list(approval_requests_pending())
+    _mark(versions, pending)
+    context = {
+        "versions": versions,
+        "retirements": [a for a in pending if a.kind == ApprovalKind.RETIRE],
+        "hotfixes": [a for a in pending if a.kind == ApprovalKind.HOTFIX],
+    }
+    return render(request, "knowledge/review_queue.html", context)
 
 
 # --- sources ------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import environ
 
+from mdtboard import embedded
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATABASE_VAR = "MDTBOARD_EMBEDDED_DATABASE_URL"  # the owner's address (migrate, backups)
 APP_DATABASE_VAR = "MDTBOARD_EMBEDDED_APP_DATABASE_URL"  # the app's ordinary role
@@ -33,7 +35,6 @@ def embedded_servers() -> None:
         return  # production never falls back to embedded servers: its settings say so
     var_dir = Path(os.environ.get("MDTBOARD_VAR_DIR") or BASE_DIR / "var")
     database = os.environ.get("MDTBOARD_DB_NAME") or "mdtboard"
-    from mdtboard import embedded
 
     if not os.environ.get("DATABASE_URL", "").strip() and not _started(DATABASE_VAR, database):
         owner_uri = embedded.ensure_postgres(var_dir, database=database)

@@ -11,6 +11,8 @@ from celery import Celery
 from kombu import transport as kombu_transports
 from kombu.transport import redis as kombu_redis
 
+from mdtboard.bootstrap import embedded_servers
+
 # A server or worker started without DJANGO_SETTINGS_MODULE gets the production settings
 # (which refuse to start without their secrets), never the development ones with DEBUG on.
 # `make run` and manage.py choose the development settings explicitly.
@@ -70,8 +72,6 @@ app = Celery("mdtboard")
 def _embedded_servers(**_: Any) -> None:
     """A worker (or any process that sends a task) reads Django's settings for its broker
     here first: the embedded servers must be up, and their addresses known, before that."""
-    from mdtboard.bootstrap import embedded_servers
-
     embedded_servers()
 
 

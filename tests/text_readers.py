@@ -74,8 +74,8 @@ def casefile_validation(text: str) -> object:
 
 def dossier_page(text: str) -> object:
     """What the dossier page reads: the case in sections and every derived fact."""
+    from clinical.calculators import derive_all
     from consult.presenters import case_sections
-    from knowledge.calculators import derive_all
 
     case = hostile_case(text)
     return case_sections(case), derive_all(case)
@@ -85,33 +85,33 @@ def dossier_page(text: str) -> object:
 
 
 def calculators_every_cancer(text: str) -> object:
-    from knowledge.calculators import derive_all
+    from clinical.calculators import derive_all
 
     return [derive_all(hostile_case(text, name)) for name in BASE_CASES]
 
 
 def facts_from_text(text: str) -> object:
-    from knowledge.applicability import case_facts
-    from knowledge.calculators.clinicaltext import likely_missing, read_text_facts
+    from clinical.applicability import case_facts
+    from clinical.text.clinicaltext import likely_missing, read_text_facts
 
     case = hostile_case(text)
     return read_text_facts(case), likely_missing(case), case_facts(case)
 
 
 def preferences(text: str) -> object:
-    from knowledge.calculators.preferences import parse_preferences
+    from clinical.text.preferences import parse_preferences
 
     return parse_preferences(text)
 
 
 def negation(text: str) -> object:
-    from knowledge.calculators.negation import term_occurrences
+    from clinical.text.negation import term_occurrences
 
     return term_occurrences(text, "ascites"), term_occurrences(text, "1")
 
 
 def lymphoma_text(text: str) -> object:
-    from knowledge.calculators.lymphoma import classify_lymphoma, esr_from_notes, parse_ann_arbor
+    from clinical.calculators.lymphoma import classify_lymphoma, esr_from_notes, parse_ann_arbor
 
     return classify_lymphoma(text, text), esr_from_notes(text), parse_ann_arbor(text)
 
@@ -120,7 +120,7 @@ def lymphoma_text(text: str) -> object:
 
 
 def drug_lexicon(text: str) -> object:
-    from consult.engine import lexicon
+    from clinical import lexicon
 
     # Caches emptied: a repeated measurement must read the text again.
     lexicon.read.cache_clear()
@@ -149,13 +149,13 @@ def _retriever() -> Any:
 
 
 def _plan(case: Mapping[str, Any]) -> dict[str, Any]:
-    from consult.engine import lexicon
+    from clinical import lexicon
+    from clinical.applicability import case_facts
+    from clinical.calculators import derive_all, staging_summary
     from consult.engine.aio import run_coroutine
     from consult.engine.deliberation import Deliberation
     from consult.engine.protocols import MemoryStore
     from consult.engine.providers import GuidelineProvider
-    from knowledge.applicability import case_facts
-    from knowledge.calculators import derive_all, staging_summary
 
     lexicon.read.cache_clear()
     lexicon.written.cache_clear()

@@ -7,25 +7,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from clinical.vocab import CancerType
+
 FORMAT_ID = "mdtboard.case/1"
 
 # Letters, digits, "-", "_" and "."; the first character may not be "." or "-" so that a case
 # id can never be "..", a hidden file name or look like a command-line option.
 CASE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
-CANCER_TYPES: tuple[str, ...] = ("hcc", "lung_adenocarcinoma", "breast", "lymphoma", "other")
-
-CANCER_TYPE_LABELS: Mapping[str, str] = MappingProxyType(
-    {
-        "hcc": "hepatocellular carcinoma",
-        "lung_adenocarcinoma": "lung adenocarcinoma",
-        "breast": "breast cancer",
-        "lymphoma": "lymphoma",
-        "other": "other cancer",
-    }
-)
-
-ALL: frozenset[str] = frozenset(CANCER_TYPES)
+ALL: frozenset[str] = frozenset(c.value for c in CancerType)
 HCC: frozenset[str] = frozenset({"hcc"})
 LUNG: frozenset[str] = frozenset({"lung_adenocarcinoma"})
 BREAST: frozenset[str] = frozenset({"breast"})
@@ -124,6 +114,8 @@ class FieldType(enum.Enum):
     DATE = "date"
     LIST_STR = "list[str]"
     PRIOR_THERAPIES = "list[prior_therapy]"
+    # {"organ": "lung", "grade": 3}: the worst toxicity of one prior therapy (TOXICITY_FIELDS).
+    TOXICITY = "toxicity"
 
 
 @dataclass(frozen=True)
@@ -229,7 +221,7 @@ FIELDS: tuple[Field, ...] = (
         "Cancer type",
         FieldType.ENUM,
         required=True,
-        choices=tuple((t, CANCER_TYPE_LABELS[t]) for t in CANCER_TYPES),
+        choices=tuple((c.value, c.in_sentence) for c in CancerType),
         help="Selects the guideline pathway and which fields apply.",
     ),
     Field(
@@ -390,7 +382,8 @@ FIELDS: tuple[Field, ...] = (
         "Prior therapies",
         FieldType.PRIOR_THERAPIES,
         max_items=30,
-        help="One entry per line of therapy.",
+        help="One entry per treatment already given: each line of systemic therapy, and each "
+        "operation, radiotherapy course, locoregional treatment or transplant.",
     ),
     Field(
         "diagnosis.transplant_history",
@@ -953,16 +946,57 @@ FIELDS: tuple[Field, ...] = (
     Field("notes", "case", "Notes", FieldType.STR, max_length=_TEXT),
 )
 
-# Keys of one diagnosis.prior_therapies[] entry; paths use "[]" for "any index".
+# What kind of treatment a prior therapy was (FORMAT.md §4). Only a palliative systemic course
+# counts as a numbered line of therapy.
+PRIOR_THERAPY_KINDS: tuple[tuple[str, str], ...] = (
+    ("systemic", "systemic therapy (chemotherapy, targeted, immune or endocrine therapy)"),
+    ("operation", "operation"),
+    ("radiotherapy", "radiotherapy"),
+    ("locoregional", "locoregional treatment (ablation, TACE, TARE)"),
+    ("transplant", "transplant (organ or stem cell)"),
+    ("other", "other treatment"),
+)
+PRIOR_THERAPY_INTENTS: tuple[tuple[str, str], ...] = (
+    ("neoadjuvant", "neoadjuvant (before surgery or radiotherapy)"),
+    ("adjuvant", "adjuvant (after surgery or radiotherapy)"),
+    ("consolidation", "consolidation"),
+    ("maintenance", "maintenance"),
+    ("curative", "curative"),
+    ("palliative", "palliative"),
+)
+# Kinds and intents whose course is not a numbered line of therapy: its line is 0 or null.
+UNNUMBERED_KINDS: frozenset[str] = frozenset(
+    {"operation", "radiotherapy", "locoregional", "transplant"}
+)
+UNNUMBERED_INTENTS: frozenset[str] = frozenset({"neoadjuvant", "adjuvant", "curative"})
+
+# Keys of one diagnosis.prior_therapies[] entry; paths use "[]" for "any index". Shown and
+# exported in this order; the first six are the keys of FORMAT.md §1 in their original order.
 PRIOR_THERAPY_FIELDS: tuple[Field, ...] = (
     Field(
         "diagnosis.prior_therapies[].line",
         "diagnosis",
         "Line of therapy",
         FieldType.INT,
-        minimum=1,
+        minimum=0,
         maximum=30,
-        help="1 for first line, 2 for second line, ...",
+        help="Palliative systemic lines: 1 for first line, 2 for second line, ... 0 or empty "
+        "for an operation, radiotherapy, a transplant or a curative-intent course.",
+    ),
+    Field(
+        "diagnosis.prior_therapies[].kind",
+        "diagnosis",
+        "Kind of treatment",
+        FieldType.ENUM,
+        choices=PRIOR_THERAPY_KINDS,
+        help="Empty in older files: the regimen's words then tell what it was.",
+    ),
+    Field(
+        "diagnosis.prior_therapies[].intent",
+        "diagnosis",
+        "Intent",
+        FieldType.ENUM,
+        choices=PRIOR_THERAPY_INTENTS,
     ),
     Field(
         "diagnosis.prior_therapies[].regimen",
@@ -970,7 +1004,14 @@ PRIOR_THERAPY_FIELDS: tuple[Field, ...] = (
         "Regimen",
         FieldType.STR,
         max_length=_SHORT,
-        help="E.g. R-CHOP x6.",
+        help="E.g. R-CHOP x6, right hemihepatectomy, 60 Gy in 30 fractions.",
+    ),
+    Field(
+        "diagnosis.prior_therapies[].start_date",
+        "diagnosis",
+        "Start date",
+        FieldType.DATE,
+        unit="yyyy-mm-dd",
     ),
     Field(
         "diagnosis.prior_therapies[].end_date",
@@ -1007,18 +1048,50 @@ PRIOR_THERAPY_FIELDS: tuple[Field, ...] = (
         "Why it ended",
         FieldType.ENUM,
         choices=(
-            ("progression", "progression on treatment"),
-            ("intolerance", "stopped for intolerance or toxicity"),
             ("completed", "completed as planned"),
+            ("progression", "progression on treatment"),
+            ("toxicity", "stopped for toxicity"),
+            # The word of files written before 2026-11-27; read exactly as "toxicity".
+            ("intolerance", "stopped for intolerance or toxicity"),
+            ("patient_choice", "stopped at the patient's wish"),
             ("other", "other reason"),
         ),
-        help="A drug the disease progressed on, or that was stopped for intolerance, is not "
+        help="A drug the disease progressed on, or that was stopped for toxicity, is not "
         "re-offered in the same setting unless a guideline supports rechallenge.",
+    ),
+    Field(
+        "diagnosis.prior_therapies[].toxicity",
+        "diagnosis",
+        "Worst toxicity",
+        FieldType.TOXICITY,
+        help='The organ and CTCAE grade (1-5) of its worst toxicity, e.g. {"organ": "lung", '
+        '"grade": 3}.',
+    ),
+)
+
+# Keys of the toxicity object of one prior therapy.
+TOXICITY_FIELDS: tuple[Field, ...] = (
+    Field(
+        "diagnosis.prior_therapies[].toxicity.organ",
+        "diagnosis",
+        "Toxicity organ",
+        FieldType.STR,
+        max_length=100,
+        help="The organ or system affected, e.g. lung, colon, liver, skin, heart, nerves.",
+    ),
+    Field(
+        "diagnosis.prior_therapies[].toxicity.grade",
+        "diagnosis",
+        "CTCAE toxicity grade",
+        FieldType.INT,
+        minimum=1,
+        maximum=5,
+        help="CTCAE grade: 1 mild, 2 moderate, 3 severe, 4 life-threatening, 5 death.",
     ),
 )
 
 FIELDS_BY_PATH: Mapping[str, Field] = MappingProxyType(
-    {f.path: f for f in FIELDS + PRIOR_THERAPY_FIELDS}
+    {f.path: f for f in FIELDS + PRIOR_THERAPY_FIELDS + TOXICITY_FIELDS}
 )
 
 SECTION_KEYS: tuple[str, ...] = tuple(s.key for s in SECTIONS)
@@ -1064,7 +1137,7 @@ def children(parent: str | None) -> tuple[Field, ...]:
 def _check_catalog() -> None:
     # Import-time guard: a typo in the catalog would silently change the published schema.
     seen: set[str] = set()
-    for f in FIELDS + PRIOR_THERAPY_FIELDS:
+    for f in FIELDS + PRIOR_THERAPY_FIELDS + TOXICITY_FIELDS:
         if f.path in seen:
             raise AssertionError(f"duplicate catalog path {f.path}")
         seen.add(f.path)

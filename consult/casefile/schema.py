@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from clinical.vocab import CancerType
 from consult.casefile.fields import (
-    CANCER_TYPE_LABELS,
     EXPECTED_KEY,
     FIELDS,
     FORMAT_ID,
@@ -17,6 +17,7 @@ from consult.casefile.fields import (
     SECTIONS,
     TNM_GENERIC_PATTERNS,
     TOP_LEVEL_KEYS,
+    TOXICITY_FIELDS,
     Field,
     FieldType,
     children,
@@ -48,6 +49,7 @@ def _leaf_schema(field: Field) -> dict[str, Any]:
         FieldType.DATE: "string",
         FieldType.LIST_STR: "array",
         FieldType.PRIOR_THERAPIES: "array",
+        FieldType.TOXICITY: "object",
     }[field.type]
     schema["type"] = [json_type, "null"] if nullable else json_type
     if field.is_numeric:
@@ -77,6 +79,11 @@ def _leaf_schema(field: Field) -> dict[str, Any]:
         schema["items"] = {"$ref": "#/$defs/prior_therapy"}
         if field.max_items is not None:
             schema["maxItems"] = field.max_items
+    elif field.type is FieldType.TOXICITY:
+        # Inline rather than a $ref: "properties" applies to objects only, so null passes, and
+        # a grade out of range is reported at its own path.
+        schema["properties"] = {f.key: _leaf_schema(f) for f in TOXICITY_FIELDS}
+        schema["additionalProperties"] = False
     return schema
 
 
@@ -107,7 +114,7 @@ def build_schema() -> dict[str, Any]:
         elif key == "cancer_type":
             leaf = _leaf_schema(get_field(key))
             leaf["description"] += (
-                " " + "; ".join(f"{k} = {v}" for k, v in CANCER_TYPE_LABELS.items()) + "."
+                " " + "; ".join(f"{c.value} = {c.in_sentence}" for c in CancerType) + "."
             )
             properties[key] = leaf
         else:
@@ -134,7 +141,10 @@ def build_schema() -> dict[str, Any]:
         "$defs": {
             "prior_therapy": {
                 "title": "Prior therapy",
-                "description": "One line of previous anticancer therapy.",
+                "description": (
+                    "One previous anticancer treatment: a line of systemic therapy, an "
+                    "operation, a radiotherapy course, a locoregional treatment or a transplant."
+                ),
                 "type": "object",
                 "properties": prior,
                 "additionalProperties": False,

@@ -16,9 +16,8 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from clinical.vocab import CancerType
 from consult.casefile.fields import (
-    CANCER_TYPE_LABELS,
-    CANCER_TYPES,
     CASE_ID_PATTERN,
     EXPECTED_KEY,
     FIELDS,
@@ -30,6 +29,9 @@ from consult.casefile.fields import (
     TNM_CODES,
     TNM_GENERIC_PATTERNS,
     TOP_LEVEL_KEYS,
+    TOXICITY_FIELDS,
+    UNNUMBERED_INTENTS,
+    UNNUMBERED_KINDS,
     Field,
     FieldType,
     children,
@@ -37,7 +39,7 @@ from consult.casefile.fields import (
 from consult.casefile.schema import build_schema
 
 MAX_BYTES = 1024 * 1024
-# The format itself needs 4 levels (top, diagnosis, prior_therapies, entry) and evaluation
+# The format itself needs 5 levels (top, diagnosis, prior_therapies, entry, toxicity) and evaluation
 # expectations 3; 16 leaves room for harmless extras while stopping recursion bombs early.
 MAX_DEPTH = 16
 # A real case has about 90 fields; beyond this a file is junk and listing more helps nobody.
@@ -182,10 +184,12 @@ def _looks_numeric(text: str) -> bool:
 _SECTION_LABELS = {s.key: s.label for s in SECTIONS}
 _PRIOR = "diagnosis.prior_therapies"
 _PRIOR_BY_KEY = {f.key: f for f in PRIOR_THERAPY_FIELDS}
+_TOXICITY = "diagnosis.prior_therapies.toxicity"
 _RANKS: dict[str, dict[str, int]] = {
     "": {k: i for i, k in enumerate((*TOP_LEVEL_KEYS, EXPECTED_KEY))},
     **{s: {f.key: i for i, f in enumerate(children(s))} for s in JSON_SECTIONS},
     _PRIOR: {f.key: i for i, f in enumerate(PRIOR_THERAPY_FIELDS)},
+    _TOXICITY: {f.key: i for i, f in enumerate(TOXICITY_FIELDS)},
 }
 
 
@@ -278,6 +282,10 @@ def _text_depth_exceeds(text: str, limit: int) -> bool:
     return False
 
 
+# Public name for other readers of JSON (FHIR bundles) that bound nesting the same way.
+text_depth_exceeds = _text_depth_exceeds
+
+
 def _size_text(size: int) -> str:
     if size >= 1024 * 1024:
         return f"{size / (1024 * 1024):.1f} MiB ({size:,} bytes)"
@@ -328,7 +336,7 @@ def parse_case_bytes(raw: bytes, *, filename: str, today: date | None = None) ->
     if _text_depth_exceeds(text, MAX_DEPTH):
         return fail(
             f"The file is nested too deeply (more than {MAX_DEPTH} levels of brackets); "
-            "a case file needs at most 4."
+            "a case file needs at most 5."
         )
 
     duplicates: list[tuple[dict[str, Any], str]] = []
@@ -462,7 +470,7 @@ def _walk(data: dict[str, Any], issues: _Issues) -> bool:
             issues.error(
                 (),
                 f"The case is nested too deeply (more than {MAX_DEPTH} levels); "
-                "a case file needs at most 4.",
+                "a case file needs at most 5.",
             )
             return False
         if parts[:1] == (EXPECTED_KEY,):
@@ -586,6 +594,7 @@ _EXPECTED_TYPE = {
     FieldType.DATE: "a date written as text, yyyy-mm-dd",
     FieldType.LIST_STR: "a list of texts",
     FieldType.PRIOR_THERAPIES: "a list of prior-therapy entries",
+    FieldType.TOXICITY: 'an object with organ and grade, e.g. {"organ": "lung", "grade": 3}',
     FieldType.ENUM: "one of the listed values",
 }
 
@@ -663,6 +672,8 @@ def _unknown_key_message(
         where = "at the top level"
     elif parts[0] in _SECTION_LABELS and len(parts) == 1:
         where = f"in the {_SECTION_LABELS[str(parts[0])]} section ({parts[0]})"
+    elif parts[-1] == "toxicity":
+        where = "in the toxicity of a prior therapy (organ, grade)"
     else:
         where = "in a prior-therapy entry"
     message = f"Unknown field {shown} {where}; it is not part of {FORMAT_ID}."
@@ -802,7 +813,7 @@ def _get(data: Mapping[str, Any], path: str) -> Any:
 
 def _cancer_type(data: Mapping[str, Any]) -> str | None:
     value = data.get("cancer_type")
-    return value if isinstance(value, str) and value in CANCER_TYPES else None
+    return value if isinstance(value, str) and value in set(CancerType) else None
 
 
 def _prior_entries(data: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]]]:
@@ -817,7 +828,7 @@ def _prior_entries(data: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]
 _MISSING_REQUIRED = {
     "case_id": 'The "case_id" field is missing; give a case identifier such as "hcc-2025-014".',
     "cancer_type": (
-        'The "cancer_type" field is missing; use one of: ' + ", ".join(CANCER_TYPES) + "."
+        'The "cancer_type" field is missing; use one of: ' + ", ".join(CancerType) + "."
     ),
 }
 
@@ -860,7 +871,7 @@ def _check_tnm(data: dict[str, Any], issues: _Issues) -> None:
             if value not in codes:
                 message = (
                     f"{field.label} {_quote(value)} is not a valid AJCC 8th edition code for "
-                    f"{CANCER_TYPE_LABELS[cancer_type]}; valid codes: {', '.join(codes)}."
+                    f"{CancerType(cancer_type).in_sentence}; valid codes: {', '.join(codes)}."
                 )
                 bare = _TNM_PREFIX.sub("", value)
                 if bare != value and bare in codes:
@@ -885,31 +896,51 @@ _EARLIEST = date(1900, 1, 1)
 
 
 def _check_dates(data: dict[str, Any], issues: _Issues, today: date) -> None:
-    field = _PRIOR_BY_KEY["end_date"]
     for index, entry in _prior_entries(data):
-        value = entry.get("end_date")
-        if not isinstance(value, str):
-            continue
-        parts: JsonPath = ("diagnosis", "prior_therapies", index, "end_date")
-        if not _DATE_SHAPE.fullmatch(value):
+        dates = {key: _checked_date(entry, index, key, issues, today) for key in _PRIOR_DATES}
+        start, end = dates["start_date"], dates["end_date"]
+        if start is not None and end is not None and end < start:
             issues.error(
-                parts,
-                f"{field.name} {_quote(value)} is not written as yyyy-mm-dd (e.g. 2025-01-31).",
+                ("diagnosis", "prior_therapies", index, "end_date"),
+                f"End date {end.isoformat()} is before the start date {start.isoformat()} of "
+                "the same therapy; correct one of them.",
             )
-            continue
-        try:
-            when = date.fromisoformat(value)
-        except ValueError:
-            issues.error(parts, f"{field.name} {_quote(value)} is not a valid calendar date.")
-            continue
-        # One day of slack: the clinic and the server may be in different time zones.
-        if when > today + timedelta(days=1):
-            issues.error(
-                parts,
-                f"{field.name} {value} is in the future (today is {today.isoformat()}).",
-            )
-        elif when < _EARLIEST:
-            issues.error(parts, f"{field.name} {value} is implausibly early (before 1900).")
+
+
+_PRIOR_DATES = ("start_date", "end_date")
+
+
+def _checked_date(
+    entry: Mapping[str, Any], index: int, key: str, issues: _Issues, today: date
+) -> date | None:
+    """The entry's date at ``key`` if it is a valid, plausible date; else None (reported)."""
+    field = _PRIOR_BY_KEY[key]
+    value = entry.get(key)
+    if not isinstance(value, str):
+        return None
+    parts: JsonPath = ("diagnosis", "prior_therapies", index, key)
+    if not _DATE_SHAPE.fullmatch(value):
+        issues.error(
+            parts,
+            f"{field.name} {_quote(value)} is not written as yyyy-mm-dd (e.g. 2025-01-31).",
+        )
+        return None
+    try:
+        when = date.fromisoformat(value)
+    except ValueError:
+        issues.error(parts, f"{field.name} {_quote(value)} is not a valid calendar date.")
+        return None
+    # One day of slack: the clinic and the server may be in different time zones.
+    if when > today + timedelta(days=1):
+        issues.error(
+            parts,
+            f"{field.name} {value} is in the future (today is {today.isoformat()}).",
+        )
+        return None
+    if when < _EARLIEST:
+        issues.error(parts, f"{field.name} {value} is implausibly early (before 1900).")
+        return None
+    return when
 
 
 def _check_prior_lines(data: dict[str, Any], issues: _Issues) -> None:
@@ -920,6 +951,20 @@ def _check_prior_lines(data: dict[str, Any], issues: _Issues) -> None:
         if not isinstance(line, (int, float)) or not _valid(line_field, line):
             continue
         number = int(line)
+        parts: JsonPath = ("diagnosis", "prior_therapies", index, "line")
+        if number == 0:
+            # Line 0 marks a course that is not a numbered line (an operation, radiotherapy, a
+            # curative course); several of them are normal. A palliative systemic course is one.
+            if _prior_value(entry, "kind") == "systemic" and (
+                _prior_value(entry, "intent") == "palliative"
+            ):
+                issues.error(
+                    parts,
+                    "Line of therapy 0 is given to a palliative systemic therapy; palliative "
+                    "systemic lines are numbered from 1 (0 or empty is for an operation, "
+                    "radiotherapy, a transplant or a curative-intent course).",
+                )
+            continue
         if number in seen:
             issues.error(
                 ("diagnosis", "prior_therapies", index, "line"),
@@ -928,6 +973,43 @@ def _check_prior_lines(data: dict[str, Any], issues: _Issues) -> None:
             )
         else:
             seen[number] = index
+
+
+def _prior_value(entry: Mapping[str, Any], key: str) -> Any:
+    """An entry's value at ``key`` if valid for its field, else None (= not usable)."""
+    value = entry.get(key)
+    return value if _valid(_PRIOR_BY_KEY[key], value) else None
+
+
+_UNNUMBERED_NOUNS = {
+    "operation": "an operation",
+    "radiotherapy": "a radiotherapy course",
+    "locoregional": "a locoregional treatment",
+    "transplant": "a transplant",
+}
+
+
+def _warn_prior_kinds(data: dict[str, Any], issues: _Issues) -> None:
+    """A numbered line on a course that is not a palliative systemic line is read as written
+    (older files numbered every treatment) but flagged, since line counts drive the pathway."""
+    for index, entry in _prior_entries(data):
+        line = _prior_value(entry, "line")
+        if line is None or line == 0:
+            continue
+        kind = _prior_value(entry, "kind")
+        intent = _prior_value(entry, "intent")
+        if kind in UNNUMBERED_KINDS:
+            what = _UNNUMBERED_NOUNS[kind]
+        elif intent in UNNUMBERED_INTENTS:
+            what = f"a course of {intent} intent"
+        else:
+            continue
+        issues.warn(
+            ("diagnosis", "prior_therapies", index, "line"),
+            f"Line of therapy {_number_text(line)} is given to {what}; line counts palliative "
+            "systemic lines only. Use 0 or leave it empty unless this really was a numbered "
+            "line.",
+        )
 
 
 def _check_cross_fields(data: dict[str, Any], issues: _Issues) -> None:
@@ -1237,6 +1319,7 @@ def _check_warnings(data: dict[str, Any], issues: _Issues, today: date) -> None:
             "extrathoracic metastases are M1b (single) or M1c (multiple).",
         )
 
+    _warn_prior_kinds(data, issues)
     prior = _prior_entries(data)
     if _get(data, "diagnosis.setting") == "newly_diagnosed" and prior:
         issues.warn(
@@ -1277,7 +1360,7 @@ def _check_warnings(data: dict[str, Any], issues: _Issues, today: date) -> None:
             continue
         issues.warn(
             parts,
-            f"{field.label} is not normally recorded for {CANCER_TYPE_LABELS[cancer_type]}; "
+            f"{field.label} is not normally recorded for {CancerType(cancer_type).in_sentence}; "
             "please check the cancer type and this value.",
         )
 
@@ -1304,11 +1387,13 @@ def case_to_canonical(data: Mapping[str, Any]) -> dict[str, Any]:
 def _canonical_value(field: Field, value: Any) -> Any:
     if field.type is FieldType.PRIOR_THERAPIES and isinstance(value, list):
         return [
-            {f.key: copy.deepcopy(entry.get(f.key)) for f in PRIOR_THERAPY_FIELDS}
+            {f.key: _canonical_value(f, entry.get(f.key)) for f in PRIOR_THERAPY_FIELDS}
             if isinstance(entry, dict)
             else copy.deepcopy(entry)
             for entry in value
         ]
+    if field.type is FieldType.TOXICITY and isinstance(value, dict):
+        return {f.key: copy.deepcopy(value.get(f.key)) for f in TOXICITY_FIELDS}
     return copy.deepcopy(value)
 
 
@@ -1330,5 +1415,6 @@ __all__ = [
     "json_path",
     "local_today",
     "parse_case_bytes",
+    "text_depth_exceeds",
     "validate_case",
 ]

@@ -7,24 +7,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from consult.engine.matching import (
-    SEVERITY_RISK,
-    addressed,
-    drug_key,
-    substitution,
-    targets,
-    vetoes,
-)
+from clinical.plan import ConflictRecord, RejectedOption
+from clinical.rules import SafetyAction
+from clinical.vocab import CORE_ROLES, Intent, Severity
+from consult.engine.matching import addressed, drug_key, substitution, targets
 from consult.engine.protocols import Evidence
-from consult.engine.schemas import (
-    ConflictRecord,
-    CrossReview,
-    Intent,
-    ProposedComponent,
-    RejectedOption,
-    RoleReport,
-)
-from consult.engine.vocab import CORE_ROLES
+from consult.engine.schemas import CrossReview, ProposedComponent, RoleReport
 
 ALPHA, BETA, GAMMA = 0.3, 0.5, 0.2
 KEEP_THRESHOLD = 0.5
@@ -52,7 +40,9 @@ def case_weights(
     risky = [
         e
         for e in safety_evidence
-        if e.applies is True and e.action.get("severity") in ("critical", "major")
+        if e.applies is True
+        and e.safety is not None
+        and e.safety.severity in (Severity.CRITICAL, Severity.MAJOR)
     ]
     ecog = facts.get("patient.ecog")
     if (
@@ -92,16 +82,15 @@ class Consensus:
 
 def _restrictions(
     safety_evidence: Sequence[Evidence], component: ProposedComponent
-) -> list[tuple[Evidence, list[str]]]:
+) -> list[tuple[Evidence, SafetyAction, list[str]]]:
     found = []
     for unit in safety_evidence:
-        if unit.applies is not True or not (
-            unit.action.get("effect") in ("remove", "condition") or vetoes(unit.action)
-        ):
+        rule = unit.safety
+        if unit.applies is not True or rule is None or not rule.restricts():
             continue
-        hit = targets(unit.action, component)
+        hit = targets(rule, component)
         if hit:
-            found.append((unit, hit))
+            found.append((unit, rule, hit))
     return found
 
 
@@ -177,21 +166,21 @@ def weighted_consensus(
         # A veto of an agent with an interchangeable partner (cisplatin -> carboplatin) is the
         # safety gate's to apply: it withdraws the agent and keeps the item.
         vetoing = [
-            (u, hit)
-            for u, hit in restrictions
-            if vetoes(u.action)
-            and substitution(component, hit, u.action) is None
-            and not addressed(u.action, component)
+            (u, rule, hit)
+            for u, rule, hit in restrictions
+            if rule.vetoes()
+            and substitution(component, hit, rule) is None
+            and not addressed(rule, component)
         ]
         if vetoing:
-            unit, hit = vetoing[0]
-            reason = f"{unit.title}: {unit.action.get('advice', '')} ({unit.unit_id})"
+            unit, rule, hit = vetoing[0]
+            reason = f"{unit.title}: {rule.advice} ({unit.unit_id})"
             rejected.append(RejectedOption(option=description, reason=reason))
             conflicts.append(
                 conflict_record(
                     between=["treatment", "safety"],
                     semantic=1.0,
-                    risk=SEVERITY_RISK.get(str(unit.action.get("severity")), 0.7),
+                    risk=rule.risk,
                     implementation=0.0,
                     resolution=f"Removed {', '.join(hit)}: safety first ({unit.unit_id}).",
                 )
@@ -218,10 +207,10 @@ def weighted_consensus(
             continue
         kept.append(component)
     intents = [r.intent for r in reports.values() if r.intent]
-    intent: Intent = (
-        "curative"
-        if "curative" in intents
-        else ("palliative" if "palliative" in intents else "surveillance")
+    intent = (
+        Intent.CURATIVE
+        if Intent.CURATIVE in intents
+        else (Intent.PALLIATIVE if Intent.PALLIATIVE in intents else Intent.SURVEILLANCE)
     )
     total_weight = sum(weights.get(role, 1.0) for role in reports)
     confidence = sum(weights.get(role, 1.0) * r.confidence for role, r in reports.items())
@@ -265,7 +254,7 @@ def critique_conflicts(
         # a specialist citing a critical rule weighs as much as Safety), else moderate for
         # Safety and none for the others.
         cited = [
-            SEVERITY_RISK.get(str(u.action.get("severity")), 0.3)
+            u.safety.risk if u.safety is not None else Severity.MINOR.risk
             for u in safety_evidence
             if u.applies is True and u.unit_id in critique.critique
         ]

@@ -7,14 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from clinical.vocab import SAFETY_KINDS
 from consult.engine.protocols import Evidence, PastCase
-from consult.engine.schemas import (
-    CrossReview,
-    DraftPlan,
-    ResidualContext,
-    RoleReport,
-)
-from consult.engine.vocab import SAFETY_KINDS
+from consult.engine.schemas import CrossReview, DraftPlan, ResidualContext, RoleReport
 
 SPECIALISTS = {
     "hepatology": "liver function, portal hypertension and viral hepatitis",

@@ -14,6 +14,18 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from clinical.plan import (
+    ConflictRecord,
+    EvidenceItem,
+    InformedBy,
+    MonitoringItem,
+    Plan,
+    PlanComponent,
+    Recommendation,
+    RejectedOption,
+    SafetyBlock,
+)
+from clinical.vocab import SAFETY_KINDS, STAGING_KEYS, EventKind, Intent, StepKind
 from consult.engine import guideline
 from consult.engine.consensus import (
     case_weights,
@@ -57,24 +69,13 @@ from consult.engine.safeguards import (
     vote_with_rules,
 )
 from consult.engine.schemas import (
-    ConflictRecord,
     CrossReview,
-    EvidenceItem,
-    InformedBy,
-    Intent,
-    MonitoringItem,
-    Plan,
-    PlanComponent,
     ProposedComponent,
-    Recommendation,
-    RejectedOption,
     ResidualContext,
     RoleReport,
-    SafetyBlock,
     Synthesis,
     Vote,
 )
-from consult.engine.vocab import SAFETY_KINDS, STAGING_KEYS, EventKind, StepKind
 
 MAX_ROUNDS_CAP = 5
 _EMPTY = RoleReport(conclusion="", confidence=0)
@@ -842,9 +843,9 @@ def final_intent(
         if component.role != "primary" or component.adjunct or component.modality == "antiviral":
             continue
         for unit_id in component.evidence:
-            intent = known[unit_id].action.get("intent") if unit_id in known else None
-            if intent in ("curative", "palliative", "surveillance"):
-                return intent  # type: ignore[no-any-return]
+            step = known[unit_id].therapy if unit_id in known else None
+            if step is not None and step.intent.plan_intent is not None:
+                return step.intent.plan_intent
         return None
     return None
 

@@ -5,7 +5,7 @@ A carboplatin dose is only meaningful for the target AUC of that regimen: weekly
 radiotherapy, AUC 1.5 weekly in KEYNOTE-522 and AUC 6 in TCHP are different doses, and showing
 the AUC 5 figure beside them invites a dosing error. So the AUC is read from the item's
 description (or dose notes), and when it cannot be read the item says so instead of showing a
-number. The patient's numbers come from the derived facts (``knowledge/calculators/dosing.py``).
+number. The patient's numbers come from the derived facts (``clinical/calculators/dosing.py``).
 """
 
 from __future__ import annotations

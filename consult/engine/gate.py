@@ -36,31 +36,17 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from consult.engine import lexicon
+from clinical import lexicon
+from clinical.plan import ConflictRecord, Flag, GateResult, PlanComponent, RejectedOption
+from clinical.rules import SafetyAction
+from clinical.vocab import GateEffect, GateStatus, SafetyEffect, Severity
 from consult.engine.consensus import conflict_record
 from consult.engine.dosing import dose_note
 from consult.engine.hygiene import Excluded, clean_text, without_partners
-from consult.engine.matching import (
-    SEVERITY_RISK,
-    addressed,
-    norm_name,
-    omits,
-    substitution,
-    targets,
-    vetoes,
-)
+from consult.engine.matching import addressed, norm_name, substitution, targets
 from consult.engine.pathway import ADJUNCT_MODALITIES, arrange, modalities_done, once
 from consult.engine.protocols import Evidence
-from consult.engine.schemas import (
-    ConflictRecord,
-    Flag,
-    GateEffect,
-    GateResult,
-    GateStatus,
-    PlanComponent,
-    ProposedComponent,
-    RejectedOption,
-)
+from consult.engine.schemas import ProposedComponent
 
 # Facts that only concern a patient who can be pregnant or breastfeed.
 REPRODUCTIVE_FACTS = (
@@ -137,20 +123,20 @@ def label_of(fact: str, labels: Mapping[str, str]) -> str:
 
 
 def _calculated(
-    unit: Evidence,
+    rule: SafetyAction,
     facts: Mapping[str, Any],
     component: ProposedComponent,
     labels: Mapping[str, str],
 ) -> str:
-    name = unit.action.get("calculation")
+    name = rule.calculation
     if not name:
         return ""
     # A dose is worked out for the regimen of this item (its AUC, its mg/m2), in words.
-    note = dose_note(str(name), component, facts)
+    note = dose_note(name, component, facts)
     if note is not None:
         return f": {note}"
-    value = facts.get(str(name))
-    label = labels.get(str(name)) or str(name).removeprefix("derived.").replace("_", " ")
+    value = facts.get(name)
+    label = labels.get(name) or name.removeprefix("derived.").replace("_", " ")
     return f" [{label}: {value}]" if value is not None else f" [{label}: not calculable]"
 
 
@@ -253,40 +239,40 @@ def safety_gate(
     confirm_needs: dict[str, list[str]] = {}
     likely = facts.get("derived.likely_missing") or {}
     for unit in sorted(safety_units, key=lambda u: u.unit_id):
-        if not relevant(unit, facts):
+        rule = unit.safety
+        if rule is None or not relevant(unit, facts):
             continue
-        action = unit.action
-        gate = str(action.get("gate") or unit.kind)
-        effect = str(action.get("effect") or "flag")
-        severity = str(action.get("severity") or "major")
-        advice = str(action.get("advice") or "")
-        if unit.applies is True and vetoes(action):
-            excluded_names.extend(str(a) for a in action.get("agents") or ())
-            excluded_modalities.extend(str(m) for m in action.get("modalities") or ())
+        gate = rule.gate
+        effect = rule.effect
+        severity = rule.severity
+        advice = rule.advice
+        if unit.applies is True and rule.vetoes():
+            excluded_names.extend(rule.agents)
+            excluded_modalities.extend(rule.modalities)
         hits = {
-            i: [n for n in targets(action, c) if norm_name(n) not in withdrawn.get(i, set())]
+            i: [n for n in targets(rule, c) if norm_name(n) not in withdrawn.get(i, set())]
             for i, c in enumerate(items)
         }
         hits = {i: h for i, h in hits.items() if h}
-        earlier = {c.description: targets(action, c) for c in ruled_out}
+        earlier = {c.description: targets(rule, c) for c in ruled_out}
         earlier = {d: h for d, h in earlier.items() if h}
         # A rule matters when it targets a plan item; a flag that names no agent and no
         # modality (e.g. antiviral prophylaxis) concerns the patient whatever the plan, when
         # it fires or cannot be decided.
         general_flag = (
             effect == "flag"
-            and not action.get("agents")
-            and not action.get("modalities")
+            and not rule.agents
+            and not rule.modalities
             and unit.applies is not False
         )
-        if action.get("check"):
+        if rule.check:
             # A patient-level check is shown whatever it finds (passed, failed, not checked).
             outcome.cited.append(unit.unit_id)
-            outcome.gates.append(_check_result(unit, facts, labels))
+            outcome.gates.append(_check_result(unit, rule, facts, labels))
             if unit.applies is True:
                 outcome.flags.append(
                     Flag(
-                        severity=severity,  # type: ignore[arg-type]
+                        severity=severity,
                         text=f"{unit.title}. {advice}".strip(),
                         evidence=[unit.unit_id],
                     )
@@ -296,7 +282,7 @@ def safety_gate(
             continue
         if not hits and not earlier and not general_flag:
             continue
-        if not hits and not general_flag and not (unit.applies is True and vetoes(action)):
+        if not hits and not general_flag and not (unit.applies is True and rule.vetoes()):
             continue  # about a withdrawn item only: just the rule that ruled it out counts
         touched = _readable(sorted({n for h in [*hits.values(), *earlier.values()] for n in h}))
         applies_to = [items[i].description for i in hits] + list(earlier)
@@ -307,8 +293,8 @@ def safety_gate(
             outcome.gates.append(
                 GateResult(
                     gate=gate,
-                    status="unknown",
-                    effect="needs_data",
+                    status=GateStatus.UNKNOWN,
+                    effect=GateEffect.NEEDS_DATA,
                     unit=unit.unit_id,
                     needs=needs,
                     needs_facts=list(unit.missing),
@@ -347,8 +333,8 @@ def safety_gate(
             outcome.gates.append(
                 GateResult(
                     gate=gate,
-                    status="pass",
-                    effect="clear",
+                    status=GateStatus.PASS,
+                    effect=GateEffect.CLEAR,
                     unit=unit.unit_id,
                     applies_to=applies_to,
                     detail=f"{unit.title}: checked for {what}, does not apply to this patient",
@@ -358,22 +344,22 @@ def safety_gate(
         # The rule fires for this patient.
         outcome.flags.append(
             Flag(
-                severity=severity,  # type: ignore[arg-type]
+                severity=severity,
                 text=f"{unit.title}. {advice}".strip(),
                 evidence=[unit.unit_id],
             )
         )
-        status: GateStatus = "fail"
-        result: GateEffect = "removed"
+        status: GateStatus = GateStatus.FAIL
+        result: GateEffect = GateEffect.REMOVED
         required = ""
-        if vetoes(action) and hits:
+        if rule.vetoes() and hits:
             kept_only = True  # every item kept, without the agent or as a held alternative
             for index, names in hits.items():
                 item = items[index]
                 description = item.description
                 if description in removed:
                     continue
-                phrase = addressed(action, item)
+                phrase = addressed(rule, item)
                 if phrase:
                     held.setdefault(description, item.when)
                     conditions.setdefault(description, []).append(f"{advice} ({unit.unit_id})")
@@ -381,16 +367,16 @@ def safety_gate(
                         conflict_record(
                             between=["treatment", "safety"],
                             semantic=0.5,
-                            risk=SEVERITY_RISK.get(severity, 0.7),
+                            risk=rule.risk,
                             implementation=0.5,
                             resolution=f"{description} ({', '.join(names)}) stays an "
                             f"alternative only {item.when}, never the pathway: {severity} "
                             f"{unit.kind} {unit.unit_id}.",
                         )
                     )
-                    result = "held"
+                    result = GateEffect.HELD
                     continue
-                withdraw = substitution(item, names, action)
+                withdraw = substitution(item, names, rule)
                 if withdraw is not None:
                     item.agents = [a for a in item.agents if a not in withdraw]
                     item.interchangeable = [
@@ -402,32 +388,32 @@ def safety_gate(
                     )
                     partner = (
                         "the regimen goes on without it"
-                        if omits(action)
+                        if rule.omits()
                         else "the interchangeable agent of the regimen takes its place"
                     )
                     outcome.conflicts.append(
                         conflict_record(
                             between=["treatment", "safety"],
                             semantic=0.5,
-                            risk=SEVERITY_RISK.get(severity, 0.7),
+                            risk=rule.risk,
                             implementation=0.5,
                             resolution=f"Safety gate withdrew {', '.join(withdraw)} from "
                             f"{description}: {severity} {unit.kind} {unit.unit_id}; {partner}.",
                         )
                     )
                     if result != "held":
-                        result = "withdrawn"
+                        result = GateEffect.WITHDRAWN
                     continue
                 kept_only = False
-                result = "removed"
+                result = GateEffect.REMOVED
                 # A rule about the patient's history names the drugs it found there.
-                named = f" ({', '.join(names)})" if action.get("agents_from") else ""
+                named = f" ({', '.join(names)})" if rule.agents_from else ""
                 removed[description] = f"{unit.title}{named}: {advice} ({unit.unit_id})"
                 outcome.conflicts.append(
                     conflict_record(
                         between=["treatment", "safety"],
                         semantic=1.0,
-                        risk=SEVERITY_RISK.get(severity, 0.7),
+                        risk=rule.risk,
                         implementation=0.0,
                         resolution=f"Safety gate removed {description} ({', '.join(names)}): "
                         f"{severity} {unit.kind} {unit.unit_id}; safety takes precedence over "
@@ -435,12 +421,12 @@ def safety_gate(
                     )
                 )
             if kept_only and result == "withdrawn":
-                status = "pass"  # the plan keeps every item, each without the agent
-        elif hits and effect in ("remove", "condition") and action.get("demotes"):
+                status = GateStatus.PASS  # the plan keeps every item, each without the agent
+        elif hits and effect in ("remove", "condition") and rule.demotes:
             # A failed gate: the option waits for the precondition. A critical one never
             # leads the pathway, even when nothing safer is on offer.
             critical = severity == "critical"
-            result = "held" if critical else "demoted"
+            result = GateEffect.HELD if critical else GateEffect.DEMOTED
             for index in hits:
                 description = items[index].description
                 conditions.setdefault(description, []).append(f"{advice} ({unit.unit_id})")
@@ -452,7 +438,7 @@ def safety_gate(
                 conflict_record(
                     between=["treatment", "safety"],
                     semantic=0.5,
-                    risk=SEVERITY_RISK.get(severity, 0.3),
+                    risk=rule.risk,
                     implementation=0.5,
                     resolution=f"{what}: waits for a precondition, the next safe option goes "
                     + ("first, and it never leads the pathway before: " if critical else "first: ")
@@ -461,7 +447,7 @@ def safety_gate(
             )
         elif hits and effect in ("remove", "condition"):
             # The item goes ahead with the action the rule requires.
-            status, result, required = "pass", "precondition", advice
+            status, result, required = GateStatus.PASS, GateEffect.PRECONDITION, advice
             for index in hits:
                 description = items[index].description
                 conditions.setdefault(description, []).append(f"{advice} ({unit.unit_id})")
@@ -469,22 +455,23 @@ def safety_gate(
                 conflict_record(
                     between=["treatment", "safety"],
                     semantic=0.5,
-                    risk=SEVERITY_RISK.get(severity, 0.3),
+                    risk=rule.risk,
                     implementation=0.5,
                     resolution=f"Kept {what} on condition: {advice} ({unit.unit_id}).",
                 )
             )
-        elif not hits and earlier and vetoes(action):
-            status, result = "fail", "removed"  # already withdrawn by the board for this rule
+        elif not hits and earlier and rule.vetoes():
+            # already withdrawn by the board for this rule
+            status, result = GateStatus.FAIL, GateEffect.REMOVED
         elif hits and effect == "adjust":
             for index in hits:
-                text = f"{advice}{_calculated(unit, facts, items[index], labels)} ({unit.unit_id})"
+                text = f"{advice}{_calculated(rule, facts, items[index], labels)} ({unit.unit_id})"
                 if text not in items[index].dose_adjustments:
                     items[index].dose_adjustments.append(text)
-            status, result, required = "pass", "dose", advice
+            status, result, required = GateStatus.PASS, GateEffect.DOSE, advice
         else:
             # A flag asks for an action (e.g. antiviral prophylaxis); nothing is withheld.
-            status, result, required = "pass", "warning", advice
+            status, result, required = GateStatus.PASS, GateEffect.WARNING, advice
         outcome.gates.append(
             GateResult(
                 gate=gate,
@@ -558,20 +545,23 @@ def text_flags(facts: Mapping[str, Any], labels: Mapping[str, str]) -> list[Flag
         shown = "yes" if value is True else str(value).replace("_", " ")
         flags.append(
             Flag(
-                severity="minor",
+                severity=Severity.MINOR,
                 text=f'Read from the text, please check: {label}: {shown} ("{phrase}").',
             )
         )
     if absent:
         flags.append(
-            Flag(severity="minor", text="Read from the text as absent: " + "; ".join(absent) + ".")
+            Flag(
+                severity=Severity.MINOR,
+                text="Read from the text as absent: " + "; ".join(absent) + ".",
+            )
         )
     for item in facts.get("derived.text_disagreements") or ():
         label = label_of(item["fact"], labels)
         structured = str(item["structured"]).replace("_", " ")
         flags.append(
             Flag(
-                severity="major",
+                severity=Severity.MAJOR,
                 text=f'The record disagrees: {label} is "{structured}" in the structured field '
                 f'but the text says "{item["phrase"]}"; the structured value was used; '
                 "reconcile before treatment.",
@@ -590,21 +580,20 @@ def _value_text(fact: str, value: Any, labels: Mapping[str, str]) -> str:
 
 
 def _check_result(
-    unit: Evidence, facts: Mapping[str, Any], labels: Mapping[str, str]
+    unit: Evidence, rule: SafetyAction, facts: Mapping[str, Any], labels: Mapping[str, str]
 ) -> GateResult:
     """A patient-level check with the values it read: fail when its rule holds, pass when it
     does not, unknown when its inputs are missing."""
-    action = unit.action
-    gate = str(action.get("gate") or unit.kind)
-    shown = "; ".join(_value_text(f, facts.get(f), labels) for f in action.get("shows") or ())
+    gate = rule.gate
+    shown = "; ".join(_value_text(f, facts.get(f), labels) for f in rule.shows)
     values = f" ({shown})" if shown else ""
-    advice = str(action.get("advice") or "")
+    advice = rule.advice
     if unit.applies is None:
         needs = [label_of(fact, labels) for fact in unit.missing]
         return GateResult(
             gate=gate,
-            status="unknown",
-            effect="needs_data",
+            status=GateStatus.UNKNOWN,
+            effect=GateEffect.NEEDS_DATA,
             unit=unit.unit_id,
             needs=needs,
             needs_facts=list(unit.missing),
@@ -614,16 +603,16 @@ def _check_result(
     if unit.applies is True:
         return GateResult(
             gate=gate,
-            status="fail",
-            effect="warning",
+            status=GateStatus.FAIL,
+            effect=GateEffect.WARNING,
             action=advice,
             unit=unit.unit_id,
             detail=f"{unit.title}: failed{values}. {advice}".strip(),
         )
     return GateResult(
         gate=gate,
-        status="pass",
-        effect="checked",
+        status=GateStatus.PASS,
+        effect=GateEffect.CHECKED,
         unit=unit.unit_id,
         detail=f"{unit.title}: passed{values}",
     )
@@ -656,9 +645,15 @@ def _named_allergens(
     for allergen in _allergies(facts) or []:
         if lexicon.resolve(allergen) is None:
             continue
-        action = {"agents": [allergen], "effect": "remove", "severity": "critical"}
+        rule = SafetyAction(
+            gate=f"{ALLERGY_GATE_PREFIX}recorded",
+            agents=(allergen,),
+            severity=Severity.CRITICAL,
+            effect=SafetyEffect.REMOVE,
+            advice=f"Recorded allergy to {allergen}: not given.",
+        )
         for item in items:
-            names = targets(action, item)
+            names = targets(rule, item)
             if not names or item.description in removed:
                 continue
             removed[item.description] = (
@@ -667,15 +662,15 @@ def _named_allergens(
             )
             outcome.flags.append(
                 Flag(
-                    severity="critical",
+                    severity=Severity.CRITICAL,
                     text=f"Recorded allergy to {allergen}: {item.description} is not given.",
                 )
             )
             outcome.gates.append(
                 GateResult(
                     gate=f"{ALLERGY_GATE_PREFIX}recorded",
-                    status="fail",
-                    effect="removed",
+                    status=GateStatus.FAIL,
+                    effect=GateEffect.REMOVED,
                     applies_to=[item.description],
                     detail=f"Recorded allergy to {allergen}: {', '.join(names)} removed from "
                     "the plan; the next safe option takes its place.",
@@ -718,8 +713,8 @@ def allergy_check(gates: Sequence[GateResult], facts: Mapping[str, Any]) -> Gate
     if allergies is None:
         return GateResult(
             gate=ALLERGY_CHECK,
-            status="unknown",
-            effect="needs_data",
+            status=GateStatus.UNKNOWN,
+            effect=GateEffect.NEEDS_DATA,
             needs=["Allergies"],
             needs_facts=["patient.allergies"],
             detail="Allergy check: not checked - no allergy record in the dossier; record the "
@@ -732,8 +727,8 @@ def allergy_check(gates: Sequence[GateResult], facts: Mapping[str, Any]) -> Gate
         what = "; ".join(sorted({g.detail.split(":")[0] for g in failed}))
         return GateResult(
             gate=ALLERGY_CHECK,
-            status="fail",
-            effect="removed",
+            status=GateStatus.FAIL,
+            effect=GateEffect.REMOVED,
             applies_to=sorted({d for g in failed for d in g.applies_to}),
             detail=f"Allergy check: failed - recorded allergies ({recorded}) rule out drugs "
             f"the plan would have given ({what}); they left the plan and the next safe "
@@ -747,8 +742,8 @@ def allergy_check(gates: Sequence[GateResult], facts: Mapping[str, Any]) -> Gate
     )
     return GateResult(
         gate=ALLERGY_CHECK,
-        status="pass",
-        effect="checked",
+        status=GateStatus.PASS,
+        effect=GateEffect.CHECKED,
         detail=f"Allergy check: passed - recorded allergies ({recorded}) checked against every "
         f"drug of the plan; none of them is affected.{caution}{by_hand}",
     )

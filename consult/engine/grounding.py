@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from consult.engine import lexicon
+from clinical import lexicon
 from consult.engine.matching import REFERENCE_MODALITIES, given
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import ProposedComponent, RoleReport

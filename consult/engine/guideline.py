@@ -11,6 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from clinical.plan import RejectedOption
+from clinical.rules import TherapyAction
+from clinical.vocab import (
+    CORE_ROLES,
+    NO_PAST_CASE,
+    PHASE_LABELS,
+    RELEVANT_STAGING,
+    STAGING_LABELS,
+    Intent,
+    SafetyEffect,
+)
 from consult.engine.context import (
     SPECIALISTS,
     ReviewInput,
@@ -19,7 +30,7 @@ from consult.engine.context import (
     Triage,
     VoteInput,
 )
-from consult.engine.matching import addressed, drug_key, substitution, targets, vetoes
+from consult.engine.matching import addressed, drug_key, substitution, targets
 from consult.engine.pathway import arrange, is_adjunct, modalities_done
 from consult.engine.protocols import Evidence, PastCase
 from consult.engine.schemas import (
@@ -27,25 +38,17 @@ from consult.engine.schemas import (
     Constraint,
     CrossReview,
     DraftPlan,
-    Intent,
     MonitoringProposal,
     ObjectionAnswer,
     ProposedComponent,
-    RejectedOption,
     ResidualContext,
     RoleReport,
     Synthesis,
     Vote,
 )
-from consult.engine.vocab import CORE_ROLES, NO_PAST_CASE, RELEVANT_STAGING, STAGING_LABELS
 
 ENGINE_NAME = "guideline-engine"
 GRADE_CONFIDENCE = {1: 0.95, 2: 0.88, 3: 0.8, 4: 0.7, 5: 0.6}
-PHASE_WORDS = {
-    "acute_0_3m": "Acute (0–3 months)",
-    "intermediate_3_12m": "Intermediate (3–12 months)",
-    "long_term_12m_plus": "Long term (over 12 months)",
-}
 
 
 def relevant_staging(case: Mapping[str, Any]) -> tuple[str, ...]:
@@ -209,20 +212,22 @@ def rationale(unit: Evidence, labels: Mapping[str, str]) -> list[str]:
     return lines
 
 
-def component_from_unit(unit: Evidence, labels: Mapping[str, str]) -> ProposedComponent:
-    action = unit.action
+def component_from_unit(
+    unit: Evidence, step: TherapyAction, labels: Mapping[str, str]
+) -> ProposedComponent:
+    """The plan item a therapy step (``step``, the unit's action) proposes."""
     return ProposedComponent(
-        modality=action.get("modality", "systemic"),
-        description=str(action.get("description") or unit.title),
-        agents=[str(a) for a in action.get("agents") or []],
+        modality=step.modality,
+        description=step.description or unit.title,
+        agents=list(step.agents),
         evidence=[unit.unit_id],
-        adjunct=action.get("role") == "adjunct",
-        preference=int(action.get("preference") or 5),
-        with_modalities=list(action.get("with_modalities") or []),
-        declined_if=list(action.get("declined_if") or []),
-        interchangeable=[[str(a) for a in group] for group in action.get("interchangeable") or []],
-        dose_adjustments=[str(d) for d in action.get("dose_adjustments") or []],
-        when=str(action.get("when") or ""),
+        adjunct=step.role == "adjunct",
+        preference=step.preference,
+        with_modalities=list(step.with_modalities),
+        declined_if=list(step.declined_if),
+        interchangeable=[list(group) for group in step.interchangeable],
+        dose_adjustments=list(step.dose_adjustments),
+        when=step.when,
         rationale=rationale(unit, labels),
     )
 
@@ -266,14 +271,15 @@ def _objections(
 
 
 def _intent(option: Evidence | None, units: Sequence[Evidence]) -> Intent:
-    if option is not None and option.action.get("intent") in ("curative", "palliative"):
-        return option.action["intent"]  # type: ignore[no-any-return]
-    intents = {str(u.action.get("intent")) for u in units}
-    if "curative" in intents:
-        return "curative"
-    if "palliative" in intents:
-        return "palliative"
-    return "surveillance"
+    chosen = option.therapy if option is not None else None
+    if chosen is not None and chosen.intent.plan_intent in (Intent.CURATIVE, Intent.PALLIATIVE):
+        return Intent(chosen.intent)
+    intents = {u.therapy.intent.plan_intent for u in units if u.therapy is not None}
+    if Intent.CURATIVE in intents:
+        return Intent.CURATIVE
+    if Intent.PALLIATIVE in intents:
+        return Intent.PALLIATIVE
+    return Intent.SURVEILLANCE
 
 
 def treatment(inp: RoleInput) -> RoleReport:
@@ -284,7 +290,10 @@ def treatment(inp: RoleInput) -> RoleReport:
     proposals: list[ProposedComponent] = []
     source: dict[str, Evidence] = {}
     for unit in units:
-        component = component_from_unit(unit, inp.labels)
+        step = unit.therapy
+        if step is None:
+            continue  # not a therapy step: nothing to propose
+        component = component_from_unit(unit, step, inp.labels)
         if component.description in source:
             continue
         source[component.description] = unit
@@ -371,10 +380,10 @@ def monitoring(inp: RoleInput) -> RoleReport:
         for unit in units
         if unit.action.get("type") == "surveillance"
     ]
-    phases = [PHASE_WORDS[p] for p in PHASE_WORDS if p in {x.phase for x in proposals}]
+    phases = [PHASE_LABELS[p] for p in PHASE_LABELS if p in {x.phase for x in proposals}]
     claims = [
         Claim(
-            text=f"{PHASE_WORDS.get(p.phase, p.phase)}: {p.what}, {p.interval} ({p.anchor})",
+            text=f"{PHASE_LABELS.get(p.phase, p.phase)}: {p.what}, {p.interval} ({p.anchor})",
             evidence=p.evidence,
             confidence=0.85,
         )
@@ -436,25 +445,25 @@ def restrictions(
     demote: dict[str, str] = {}
     notes: list[str] = []
     for unit in _applying(units):
-        action = unit.action
-        effect = action.get("effect")
-        if action.get("type") != "safety" or effect not in ("remove", "condition", "adjust"):
+        rule = unit.safety
+        if rule is None or rule.effect is SafetyEffect.FLAG:
             continue
         for component in components:
-            if not targets(action, component):
+            hit = targets(rule, component)
+            if not hit:
                 continue
-            reason = f"{unit.title}: {action.get('advice', '')} ({unit.unit_id})"
+            reason = f"{unit.title}: {rule.advice} ({unit.unit_id})"
             if (
-                vetoes(action)
-                and substitution(component, targets(action, component), action) is None
-                and not addressed(action, component)
+                rule.vetoes()
+                and substitution(component, hit, rule) is None
+                and not addressed(rule, component)
             ):
                 remove.setdefault(component.description, reason)
-            elif action.get("demotes") and component.role == "primary":
-                demote.setdefault(component.description, str(action.get("advice") or unit.title))
+            elif rule.demotes and component.role == "primary":
+                demote.setdefault(component.description, rule.advice or unit.title)
             notes.append(
                 f"{component.description}: {unit.title} "
-                f"({action.get('severity')}, {effect}, {unit.unit_id})"
+                f"({rule.severity}, {rule.effect}, {unit.unit_id})"
             )
     return remove, demote, notes
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from consult.engine import lexicon
+from clinical import lexicon
 
 # Where a description lists alternatives: "A or B", "A, B", "A; B" (outside brackets).
 SEPARATORS = ("; ", " or ", ", ")

@@ -2,37 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
-from consult.engine import lexicon
+from clinical import lexicon
+from clinical.rules import SafetyAction
 from consult.engine.schemas import ProposedComponent
-
-SEVERITY_RISK = {"critical": 1.0, "major": 0.7, "minor": 0.3}
-VETO_SEVERITIES = ("critical", "major")
-
-
-def vetoes(action: Mapping[str, Any]) -> bool:
-    """Whether a safety action removes the plan items it targets: a "remove" rule of critical
-    or major severity. A minor "remove" rule only conditions them. The one rule used by the
-    weighted consensus, the safety gate, and Safety's review and vote, so that they agree. A
-    critical "adjust" vetoes too, as an omission (``omits``).
-    (The knowledge base requires a severity; a rule without one counts as major, as it
-    always has in the gate: safety first.)"""
-    severity = action.get("severity") or "major"
-    if action.get("effect") == "adjust" and severity == "critical":
-        return True  # a critical hazard is not dosed around: see omits()
-    return action.get("effect") == "remove" and severity in VETO_SEVERITIES
-
-
-def omits(action: Mapping[str, Any]) -> bool:
-    """Whether a vetoing rule withdraws only the agents it names, the regimen going on without
-    them: marked ``omit``, or a critical "adjust" (a critical hazard such as vincristine in
-    Charcot-Marie-Tooth disease never stays in the regimen at a reduced dose)."""
-    return bool(action.get("omit")) or (
-        action.get("effect") == "adjust" and action.get("severity") == "critical"
-    )
-
 
 # Care that goes alongside a treatment: its description names the treatment it accompanies
 # ("entecavir from before the first anti-CD20 dose"), so only its listed agents count.
@@ -92,14 +66,14 @@ def agents_overlap(rule_agents: Iterable[str], component: ProposedComponent) -> 
     return [agent for agent in rule_agents if _names(agent, gives, texts)]
 
 
-def targets(action: Mapping[str, Any], component: ProposedComponent) -> list[str]:
-    """What of the component a safety action restricts (agent names or the modality). A rule
+def targets(rule: SafetyAction, component: ProposedComponent) -> list[str]:
+    """What of the component a safety rule restricts (agent names or the modality). A rule
     about systemic therapy also concerns drugs given within another modality (the
     chemotherapy of chemoradiation)."""
-    matched = agents_overlap(action.get("agents") or [], component)
-    modalities = action.get("modalities") or []
+    matched = agents_overlap(rule.agents, component)
+    modalities = rule.modalities
     if component.modality in modalities:
-        matched.append(component.modality)
+        matched.append(str(component.modality))
     elif "systemic" in modalities and component.modality not in REFERENCE_MODALITIES:
         gives = given(component)
         if gives.drugs or gives.open_classes:
@@ -107,16 +81,16 @@ def targets(action: Mapping[str, Any], component: ProposedComponent) -> list[str
     return matched
 
 
-def addressed(action: Mapping[str, Any], component: ProposedComponent) -> str:
+def addressed(rule: SafetyAction, component: ProposedComponent) -> str:
     """The phrase of an alternative's ``when`` that addresses the rule ("after delivery" for
     a pregnancy rule): such an alternative keeps the drug for when the contraindication no
     longer holds, and is never the pathway. "" when it does not."""
     if component.role != "alternative" or not component.when:
         return ""
     when = _norm(component.when)
-    for phrase in action.get("addressed_by") or ():
-        if _norm(str(phrase)) in when:
-            return str(phrase)
+    for phrase in rule.addressed_by:
+        if _norm(phrase) in when:
+            return phrase
     return ""
 
 
@@ -132,7 +106,7 @@ def _names_agent(rule_name: str, agent: str) -> bool:
 def substitution(
     component: ProposedComponent,
     names: Sequence[str],
-    action: Mapping[str, Any] | None = None,
+    rule: SafetyAction | None = None,
 ) -> list[str] | None:
     """The agents to withdraw when every agent the rule names has an interchangeable partner
     the rule leaves alone (cisplatin -> carboplatin), or the rule ``omit``s the agent and the
@@ -146,7 +120,7 @@ def substitution(
         if not matched:
             return None  # named only in the description: nothing to withdraw it from
         withdraw.extend(a for a in matched if a not in withdraw)
-    if action is not None and omits(action):
+    if rule is not None and rule.omits():
         remaining = [a for a in component.agents if a not in withdraw]
         return withdraw if remaining else None
     for agent in withdraw:

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from clinical.plan import PlanComponent, RejectedOption
+from clinical.vocab import STAGING_LABELS
 from consult.engine.matching import norm_name
 from consult.engine.protocols import Evidence
-from consult.engine.schemas import PlanComponent, RejectedOption
-from consult.engine.vocab import STAGING_LABELS
 
 MAX_NOT_ADVISED = 4
 # A step more than two conditions away from applying is another patient's option.

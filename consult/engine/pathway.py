@@ -12,7 +12,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from consult.engine.schemas import ProposedComponent, RejectedOption
+from clinical.plan import RejectedOption
+from clinical.vocab import ComponentRole
+from consult.engine.schemas import ProposedComponent
 from consult.engine.sequence import in_sequence
 
 MAX_ALTERNATIVES = 4
@@ -70,7 +72,7 @@ def _declined_option(component: ProposedComponent, declines: Collection[str]) ->
 
 
 # What a record says was already done, by modality: a step of that modality is not offered
-# again. Read from derived facts (knowledge/calculators/breast_local.py: the breast operation
+# again. Read from derived facts (clinical/calculators/breast_local.py: the breast operation
 # from the treatment history and notes, planned or declined operations not counted).
 _DONE_FACTS: dict[str, dict[str, tuple[str, str]]] = {
     "derived.breast_surgery_done": {
@@ -161,7 +163,7 @@ def arrange(
             chosen.when = ""
     pathway: list[ProposedComponent] = []
     if chosen is not None:
-        chosen.role, chosen.rank = "primary", None
+        chosen.role, chosen.rank = ComponentRole.PRIMARY, None
         pathway.append(chosen)
     # An adjunct joins when the pathway has a step of a modality it follows: the chosen option
     # or an adjunct already in it (surgery after neoadjuvant therapy, then adjuvant endocrine
@@ -182,7 +184,7 @@ def arrange(
             if _declined(adjunct, declines):
                 rejected.append(_declined_option(adjunct, declines))
                 continue
-            adjunct.role, adjunct.rank, adjunct.when = "primary", None, ""
+            adjunct.role, adjunct.rank, adjunct.when = ComponentRole.PRIMARY, None, ""
             pathway.append(adjunct)
             present.add(adjunct.modality)
     # An option the patient declines is not recommended to them: it is ruled out with their
@@ -200,7 +202,7 @@ def arrange(
             )
             continue
         reason = blocked(option)
-        option.role, option.rank = "alternative", rank
+        option.role, option.rank = ComponentRole.ALTERNATIVE, rank
         option.when = reason if reason else (option.when or DEFAULT_WHEN)
         alternatives.append(option)
     return Arrangement(components=in_sequence(pathway) + alternatives, rejected=rejected)

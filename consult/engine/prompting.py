@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-from consult.engine.vocab import CORE_ROLES
+from clinical.vocab import CORE_ROLES
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 ROLE_PROMPTS = CORE_ROLES

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol, assert_never
 
 from pydantic import BaseModel
 
-from consult.engine.lexicon import history_agents
-from consult.engine.vocab import COORDINATOR, EventKind, StepKind
+from clinical.lexicon import history_agents
+from clinical.rules import SafetyAction, TherapyAction
+from clinical.vocab import COORDINATOR, EventKind, StepKind
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,23 @@ class Evidence:
         regimens = next((value for fact, value in self.held if fact == source), None)
         found = history_agents(regimens, action.get("rechallenge") or ())
         return {**action, "agents": [*action.get("agents", ()), *found]}
+
+    @cached_property
+    def safety(self) -> SafetyAction | None:
+        """The unit's safety rule, typed (its agents those of ``action``), or None when the
+        unit is not a safety rule."""
+        action = self.action
+        if action.get("type") != "safety":
+            return None
+        return SafetyAction.model_validate(action)
+
+    @cached_property
+    def therapy(self) -> TherapyAction | None:
+        """The unit's therapy step, typed, or None when the unit is not one."""
+        action = self.action
+        if action.get("type") != "therapy":
+            return None
+        return TherapyAction.model_validate(action)
 
     def cite(self) -> dict[str, str]:
         return {

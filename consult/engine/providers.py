@@ -16,12 +16,7 @@ from consult.engine import guideline, prompting
 from consult.engine.consensus import Consensus
 from consult.engine.context import ReviewInput, RoleInput, SynthesisInput, VoteInput
 from consult.engine.protocols import LLM, Evidence, Usage
-from consult.engine.schemas import (
-    CrossReview,
-    RoleReport,
-    Synthesis,
-    Vote,
-)
+from consult.engine.schemas import CrossReview, RoleReport, Synthesis, Vote
 
 T = TypeVar("T", bound=BaseModel)
 logger = logging.getLogger(__name__)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from clinical.vocab import ComponentRole
 from consult.engine import guideline
 from consult.engine.consensus import conflict_record
 from consult.engine.context import ReviewInput, RoleInput, VoteInput
@@ -114,7 +115,7 @@ def gate_with_fallback(
             continue
         joined = candidate.model_copy(deep=True)
         if not is_adjunct(joined):
-            joined.role = "alternative"
+            joined.role = ComponentRole.ALTERNATIVE
             joined.rank = len(extra) + 1
         joined.rationale = [FALLBACK_NOTE, *joined.rationale]
         extra.append(joined)

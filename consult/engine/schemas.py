@@ -1,32 +1,13 @@
-"""Typed messages of the deliberation and the ``mdtboard.plan/1`` output (pydantic models,
-which also give the JSON Schemas sent to the LLM)."""
+"""Typed messages of the deliberation: what a board member answers, reviews and votes
+(pydantic models, which also give the JSON Schemas sent to the LLM). The plan they lead to is
+the clinical core's (``clinical.plan``)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
-PLAN_FORMAT: Literal["mdtboard.plan/1"] = "mdtboard.plan/1"
-
-Modality = Literal[
-    "surgery",
-    "ablation",
-    "locoregional",
-    "systemic",
-    "radiotherapy",
-    "supportive",
-    "antiviral",
-    "transplant",
-    "surveillance",
-    "referral",
-]
-Intent = Literal["curative", "palliative", "surveillance"]
-Severity = Literal["critical", "major", "minor"]
-Phase = Literal["acute_0_3m", "intermediate_3_12m", "long_term_12m_plus"]
-Anchor = Literal["mRECIST", "RECIST 1.1", "iRECIST", "Lugano", "other"]
-GateStatus = Literal["pass", "fail", "unknown"]
-ConflictKind = Literal["risk", "semantic", "implementation"]
+from clinical.plan import RejectedOption
+from clinical.vocab import ComponentRole, Intent, Modality, Phase, ResponseAnchor, Severity
 
 
 class _Model(BaseModel):
@@ -44,9 +25,6 @@ class Claim(_Model):
     confidence: float = Field(ge=0, le=1)
 
 
-ComponentRole = Literal["primary", "alternative"]
-
-
 class ProposedComponent(_Model):
     """One treatment a member proposes. The plan recommends one pathway: the ``primary``
     components (the chosen option, then what goes with it); ``alternative`` ones are ranked
@@ -57,7 +35,7 @@ class ProposedComponent(_Model):
     agents: list[str] = Field(default_factory=list, description="Drug names, if any.")
     evidence: list[str] = Field(default_factory=list)
     role: ComponentRole = Field(
-        default="primary",
+        default=ComponentRole.PRIMARY,
         description="primary = part of the one recommended pathway; alternative = a ranked "
         "fallback.",
     )
@@ -96,11 +74,6 @@ class ProposedComponent(_Model):
     )
 
 
-class RejectedOption(_Model):
-    option: str
-    reason: str
-
-
 class Constraint(_Model):
     severity: Severity
     text: str
@@ -112,7 +85,7 @@ class MonitoringProposal(_Model):
     phase: Phase
     what: str
     interval: str
-    anchor: Anchor
+    anchor: ResponseAnchor
     evidence: list[str] = Field(default_factory=list)
 
 
@@ -194,130 +167,3 @@ class Vote(_Model):
         default_factory=list,
         description="Components (exact description) the voter wants removed in the revision.",
     )
-
-
-# --- the plan -------------------------------------------------------------------------------
-
-
-class PlanComponent(_Model):
-    role: ComponentRole = "primary"
-    order: int | None = None  # primary components, in sequence
-    rank: int | None = None  # alternatives: 1 = next best
-    when: str = ""
-    modality: Modality
-    description: str
-    agents: list[str] = Field(default_factory=list)
-    dose_adjustments: list[str] = Field(default_factory=list)
-    evidence: list[str] = Field(default_factory=list)
-    conditions: list[str] = Field(default_factory=list)
-    adjunct: bool = False
-    rationale: list[str] = Field(default_factory=list)
-    # A pathway option that failed a gate and leads only because nothing safer is on offer:
-    # the precondition it waits for ("the large varices have been treated").
-    waits_for: str = ""
-
-
-class Recommendation(_Model):
-    summary: str
-    intent: Intent
-    components: list[PlanComponent]
-    question: str = ""
-    # Critical safety rules about the pathway that could not be checked for lack of data: the
-    # pathway is conditional on confirming them first ("Confirm before starting doxorubicin:
-    # LVEF, not recorded"). Kept out of the components, which name only what is given.
-    confirm_first: list[str] = Field(default_factory=list)
-
-
-GateEffect = Literal[
-    "",  # a plan recorded before effects were
-    "clear",  # checked: the rule does not apply to this patient
-    "removed",  # the item left the pathway and every alternative
-    "withdrawn",  # the drug left the item; the regimen goes on without it or with its partner
-    "held",  # kept only as an alternative for when the contraindication no longer holds
-    "demoted",  # waits for a precondition; the next safe option goes first
-    "precondition",  # given with the action the rule requires (premedication, a test)
-    "dose",  # given at the adjusted dose
-    "warning",  # given; the rule asks for attention
-    "needs_data",  # cannot be checked: the inputs are missing
-    "checked",  # a patient-level check (allergies, liver function) passed, shown with its values
-]
-
-
-class GateResult(_Model):
-    """One safety rule checked against the plan. ``status`` is ``fail`` when an item cannot be
-    given as planned (removed, held, demoted), ``pass`` when it can (``effect`` says whether
-    with a required ``action``, an adjusted dose or a warning), ``unknown`` when inputs are
-    missing (``needs``: what to record, in clinical words; ``needs_facts``: the fields)."""
-
-    gate: str
-    status: GateStatus
-    detail: str
-    unit: str = ""
-    effect: GateEffect = ""
-    action: str = ""
-    needs: list[str] = Field(default_factory=list)
-    needs_facts: list[str] = Field(default_factory=list)
-    applies_to: list[str] = Field(default_factory=list)  # the plan items it checked
-
-
-class Flag(_Model):
-    severity: Severity
-    text: str
-    evidence: list[str] = Field(default_factory=list)
-
-
-class SafetyBlock(_Model):
-    gates: list[GateResult] = Field(default_factory=list)
-    flags: list[Flag] = Field(default_factory=list)
-
-
-class MonitoringItem(_Model):
-    phase: Phase
-    what: str
-    interval: str
-    anchor: Anchor
-
-
-class EvidenceItem(_Model):
-    unit_id: str
-    source: str
-    anchor: str
-    version: str
-    grade: str
-
-
-class ConflictRecord(_Model):
-    between: list[str]
-    kind: ConflictKind
-    score: float = 0.0
-    resolution: str
-
-
-class InformedBy(_Model):
-    """A past case from the experience memory (CorrectKB / ChainKB) the board recalled."""
-
-    entry_id: int
-    kind: str
-    label: str
-    summary: str
-    lesson: str = ""
-    similarity: float = 0.0
-
-
-class Plan(_Model):
-    format: Literal["mdtboard.plan/1"] = PLAN_FORMAT
-    case_id: str
-    engine: str
-    staging: dict[str, Any]
-    recommendation: Recommendation
-    rejected_options: list[RejectedOption] = Field(default_factory=list)
-    safety: SafetyBlock
-    monitoring: list[MonitoringItem]
-    evidence: list[EvidenceItem]
-    confidence: float
-    conflicts: list[ConflictRecord] = Field(default_factory=list)
-    abstain: bool = False
-    needs_data: list[str] = Field(default_factory=list)
-    rounds: int = 1
-    # The past cases that informed the plan (recalled from round 2; none in one round).
-    informed_by: list[InformedBy] = Field(default_factory=list)

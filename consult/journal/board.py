@@ -10,15 +10,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, assert_never
 
-from consult.engine.vocab import (
+from clinical.vocab import (
     CORE_ROLES,
     NO_PAST_CASE,
+    PHASE_LABELS,
     RELEVANT_STAGING,
+    ROLE_LABELS,
     STAGING_LABELS,
     EventKind,
 )
-from consult.labels import ROLE_LABELS, fact_label
-from consult.plan_view import PHASE_LABELS, PlanView, cancer_of, need_label, plan_view
+from consult.labels import fact_label
+from consult.plan_view import PlanView, cancer_of, need_label, plan_view
 
 
 def dom_id(text: str) -> str:

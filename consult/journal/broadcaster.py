@@ -20,6 +20,8 @@ from django.db import connections
 
 from consult import broadcasts
 from consult.journal.board import Board, event_dict, event_to_wire
+from consult.journal.render import render_events
+from consult.journal.selectors import consultation_board_get, consultation_events
 
 logger = logging.getLogger(__name__)
 
@@ -107,9 +109,6 @@ def _close_if_idle() -> None:
 
 def _render(consultation_id: int, seqs: list[int]) -> list[tuple[int, str, dict[str, Any] | None]]:
     """Each new event with the fragment of what it changed, from the board folded up to it."""
-    from consult.journal.render import render_events
-    from consult.journal.selectors import consultation_board_get, consultation_events
-
     first, last = min(seqs), max(seqs)
     board = _BOARDS.pop(consultation_id, None)
     if board is None or board.last_seq != first - 1:

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from clinical.vocab import EventKind
 from consult.engine.protocols import EngineEvent
-from consult.engine.vocab import EventKind
 from consult.journal.numbering import events_append
 from consult.models import Consultation, ConsultationStatus
 

@@ -8,7 +8,7 @@ from collections.abc import Collection
 
 from django.db.models import QuerySet
 
-from consult.engine.vocab import EventKind
+from clinical.vocab import EventKind
 from consult.journal.board import Board, build_board, event_dict
 from consult.models import Consultation, ConsultationEvent
 

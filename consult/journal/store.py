@@ -16,9 +16,9 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.db.models import F
 
+from clinical.vocab import EventKind
 from consult import broadcasts
 from consult.engine.protocols import EngineEvent, Step, StepResult
-from consult.engine.vocab import EventKind
 from consult.journal import lease
 from consult.journal.lease import LeaseLost
 from consult.journal.numbering import event_groups_append

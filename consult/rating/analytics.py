@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
-from consult.engine.vocab import CANCER_TYPE_LABELS
+from clinical.vocab import CANCER_TYPE_LABELS
 from consult.rating import charts
 from consult.rating.models import Assignment, LLMRating, Packet, Rating, Study
 from consult.rating.rubric import DIMENSION_KEYS, DIMENSION_LABELS, HIGH_SCORE

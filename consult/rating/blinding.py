@@ -20,9 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from consult.engine.guideline import PHASE_WORDS
+from clinical.vocab import MODALITY_LABELS, PHASE_LABELS
 from consult.labels import fact_label, fact_labels
-from consult.plan_view import MODALITIES
 
 INTENTS = {
     "curative": "Curative",
@@ -142,7 +141,7 @@ def _component(c: Mapping[str, Any], *, alternative: bool) -> BlindItem:
     for condition in c.get("conditions") or []:
         details.append(("Before starting", neutral_text(condition)))
     return BlindItem(
-        title=MODALITIES.get(modality, modality.capitalize()),
+        title=MODALITY_LABELS.get(modality, modality.capitalize()),
         text=neutral_text(c.get("description")),
         details=tuple(d for d in details if d[1]),
     )
@@ -182,7 +181,7 @@ def _precautions(doc: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _follow_up(doc: Mapping[str, Any]) -> tuple[BlindPhase, ...]:
-    phases: dict[str, list[BlindItem]] = {key: [] for key in PHASE_WORDS}
+    phases: dict[str, list[BlindItem]] = {key: [] for key in PHASE_LABELS}
     for item in doc.get("monitoring") or []:
         phase = item.get("phase")
         if phase not in phases:
@@ -194,7 +193,7 @@ def _follow_up(doc: Mapping[str, Any]) -> tuple[BlindPhase, ...]:
             details.append(("Response criteria", str(item.get("anchor"))))
         phases[phase].append(BlindItem("", neutral_text(item.get("what")), tuple(details)))
     return tuple(
-        BlindPhase(PHASE_WORDS[key], tuple(items)) for key, items in phases.items() if items
+        BlindPhase(PHASE_LABELS[key], tuple(items)) for key, items in phases.items() if items
     )
 
 

@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from knowledge.calculators.liver import child_pugh_class
-from knowledge.calculators.patient import frailty
-from knowledge.calculators.renal import crcl_cockcroft_gault
+from clinical.calculators.liver import child_pugh_class
+from clinical.calculators.patient import frailty
+from clinical.calculators.renal import crcl_cockcroft_gault
 
 STANDARD = "standard"
 COMPLEX = "complex"

@@ -1,5 +1,5 @@
 """Forms of the rating pages. The comparator form only gathers text into an
-``mdtboard.plan/1`` document: consult.rating.plan_format judges it, as it judges an imported
+``mdtboard.plan/1`` document: the clinical core's plan parser judges it, as it judges an imported
 file, so both get the same checks and messages."""
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ from typing import Any
 
 from django import forms
 
-from consult.engine.guideline import PHASE_WORDS
-from consult.plan_view import MODALITIES
-from consult.rating.plan_format import ANCHORS, INTENTS, PLAN_FORMAT
+from clinical.vocab import PLAN_FORMAT, Intent, Modality, Phase, ResponseAnchor
 from consult.rating.randomisation import ALLOWED_BLOCK_SIZES
 
 COMPONENT_ROWS = 8
@@ -135,7 +133,7 @@ def entry_from_plan(plan: dict[str, Any] | None) -> ComparatorEntry:
 
 def plan_from_entry(entry: ComparatorEntry) -> tuple[dict[str, Any], list[str]]:
     """The ``mdtboard.plan/1`` document the form describes, and the problems only the form can
-    name (a half-filled row); the format's own checks come after, from plan_format."""
+    name (a half-filled row); the format's own checks come after, from the plan parser."""
     problems: list[str] = []
     components = []
     for row in entry.components or []:
@@ -198,11 +196,11 @@ def minutes_value(text: str) -> tuple[int | None, str | None]:
 
 
 FORM_CHOICES = {
-    "intents": [("", "Not stated"), *[(i, i.capitalize()) for i in INTENTS]],
+    "intents": [("", "Not stated"), *[(i.value, i.value.capitalize()) for i in Intent]],
     "roles": [("", "—"), *ROLE_CHOICES],
-    "modalities": [("", "—"), *MODALITIES.items()],
-    "phases": [("", "—"), *PHASE_WORDS.items()],
-    "anchors": [("", "—"), *[(a, a) for a in ANCHORS]],
+    "modalities": [("", "—"), *[(m.value, m.label) for m in Modality]],
+    "phases": [("", "—"), *[(p.value, p.label) for p in Phase]],
+    "anchors": [("", "—"), *[(a.value, a.value) for a in ResponseAnchor]],
 }
 
 

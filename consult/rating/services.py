@@ -12,6 +12,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from clinical.plan import PlanError
 from consult.models import Consultation, ConsultationStatus, DossierStatus, LesionDossier, Plan
 from consult.rating.complexity import case_complexity
 from consult.rating.models import (
@@ -24,7 +25,7 @@ from consult.rating.models import (
     Study,
     StudyStatus,
 )
-from consult.rating.plan_format import PlanError, parse_plan_bytes, validate_plan
+from consult.rating.plan_format import parse_plan_bytes, validate_plan
 from consult.rating.randomisation import (
     Allocation,
     AllocationError,

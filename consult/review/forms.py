@@ -7,10 +7,11 @@ from typing import Any
 
 from django import forms
 
+from clinical.vocab import Modality
 from consult.review.models import Decision, PaperSize
-from consult.review.services import MODALITIES, Attendee, ComponentEdit
+from consult.review.services import Attendee, ComponentEdit
 
-MODALITY_CHOICES = [(m, m.capitalize()) for m in MODALITIES]
+MODALITY_CHOICES = [(m.value, m.label) for m in Modality]
 ROLE_CHOICES = [
     ("primary", "Recommended pathway"),
     ("alternative", "Alternative"),

@@ -16,13 +16,13 @@ from typing import Any
 
 from django.urls import reverse
 
+from clinical.vocab import PHASE_LABELS, RELEVANT_STAGING, STAGING_LABELS
 from consult.casefile.fields import get_field
-from consult.engine.guideline import PHASE_WORDS
-from consult.engine.vocab import RELEVANT_STAGING, STAGING_LABELS
 
 __all__ = ["clinical_text", "plan_diff", "recommendation_view"]
+from clinical.vocab import MODALITY_LABELS
+from consult.engine.guideline import relevant_staging
 from consult.labels import clinical_text, fact_label
-from consult.plan_view import MODALITIES
 
 # Words, never colour alone: the symbol and the word both say the result.
 GATE_STATUS = {
@@ -213,7 +213,7 @@ def _item(c: Mapping[str, Any], evidence: Mapping[str, EvidenceRef]) -> Item:
     return Item(
         role=role,
         position=c.get("order") if role == "primary" else c.get("rank"),
-        modality=MODALITIES.get(modality, modality.capitalize()),
+        modality=MODALITY_LABELS.get(modality, modality.capitalize()),
         description=str(c.get("description") or ""),
         agents=[str(a) for a in c.get("agents") or []],
         dose_adjustments=[clinical_text(d) for d in c.get("dose_adjustments") or []],
@@ -227,8 +227,6 @@ def _item(c: Mapping[str, Any], evidence: Mapping[str, EvidenceRef]) -> Item:
 
 
 def _staging_keys(doc: Mapping[str, Any], case: Mapping[str, Any] | None) -> tuple[str, ...]:
-    from consult.engine.guideline import relevant_staging
-
     if case:
         keys = relevant_staging(case)
         if keys:
@@ -329,7 +327,7 @@ def recommendation_view(
         (_gate(g, dossier_id=dossier_id, derived=derived) for g in safety.get("gates") or []),
         key=lambda g: STATUS_ORDER.get(g.status, 1),
     )
-    phases = {key: Phase(key, label) for key, label in PHASE_WORDS.items()}
+    phases = {key: Phase(key, label) for key, label in PHASE_LABELS.items()}
     for m in doc.get("monitoring") or []:
         phase = phases.get(str(m.get("phase")))
         if phase is None:

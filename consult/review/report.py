@@ -4,6 +4,7 @@ Django template (which escapes every text, LLM output included) and WeasyPrint."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,8 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from clinical.calculators import derive_all
+from clinical.vocab import ROLE_LABELS
 from consult.labels import value_words
 from consult.models import Consultation, EvidenceNode
 from consult.presenters import NOT_AVAILABLE, case_sections
@@ -29,20 +32,12 @@ from consult.review.selectors import (
     review_state_get,
     unit_titles,
 )
-from knowledge.calculators import derive_all
 
 DISCLAIMER = (
     "mdtboard is decision support. This plan is a proposal for the multidisciplinary team; it "
     "is not an order. The treating clinicians remain responsible for every decision, and must "
     "check doses, contraindications and interactions before prescribing."
 )
-ROLE_LABELS = {
-    "coordinator": "Coordinator",
-    "diagnostic": "Diagnostic",
-    "treatment": "Treatment",
-    "safety": "Safety",
-    "monitoring": "Monitoring",
-}
 
 
 @dataclass
@@ -223,9 +218,12 @@ def report_html(
     return render_to_string("review/report.html", context), decided.payload
 
 
-def report_pdf(*, html: str, plan: dict[str, Any], title: str) -> bytes:
-    from consult.review.services import plan_json_bytes
+def plan_json_bytes(plan: dict[str, Any]) -> bytes:
+    """A plan as the JSON file a clinician downloads or finds attached to the PDF."""
+    return (json.dumps(plan, indent=2, ensure_ascii=False) + "\n").encode()
 
+
+def report_pdf(*, html: str, plan: dict[str, Any], title: str) -> bytes:
     return pdf_render(
         html=html, attachment=plan_json_bytes(plan), title=title, fetcher=LocalOnlyFetcher()
     )

@@ -29,6 +29,7 @@ from consult.review.models import (
     SignOff,
 )
 from knowledge.models import UnitVersion
+from mdtboard.accounts.models import User
 from mdtboard.accounts.roles import Role, has_role
 
 
@@ -162,8 +163,6 @@ def review_state_get(*, consultation: Consultation, with_reports: bool = False) 
 
 def team_clinicians(*, consultation: Consultation) -> QuerySet[Any]:
     """Who may be named responsible clinician: the clinicians of the patient's team."""
-    from mdtboard.accounts.models import User
-
     return User.objects.filter(
         teams=consultation.dossier.patient.team_id, groups__name=Role.CLINICIAN, is_active=True
     ).order_by("display_name", "email")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import logging
 import time
 import uuid
@@ -20,6 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from clinical.vocab import Modality
 from consult.models import Consultation, ConsultationStatus
 from consult.rating.models import ComparatorPlan, ComparatorSource
 from consult.rating.plan_format import validate_plan
@@ -34,6 +34,7 @@ from consult.review.models import (
     ReportStatus,
     SignOff,
 )
+from consult.review.report import report_html, report_pdf
 from consult.review.selectors import (
     ReviewState,
     VersionView,
@@ -74,18 +75,6 @@ NOT_CLINICIAN = "Only a clinician signs off a plan."
 NOT_RESPONSIBLE = "Only the responsible clinician named in the meeting record ({name}) signs off."
 NO_DECISION = "Record the team's decision (accept, amend or reject) before signing off."
 NO_MEETING = "Record the MDT meeting (date, attendees, decision) before signing off."
-MODALITIES = (
-    "surgery",
-    "ablation",
-    "locoregional",
-    "systemic",
-    "radiotherapy",
-    "supportive",
-    "antiviral",
-    "transplant",
-    "surveillance",
-    "referral",
-)
 ROLES = ("primary", "alternative", "rejected")
 MAX_TEXT = 2000
 
@@ -191,7 +180,7 @@ def _validate(edits: list[ComponentEdit], reason: str) -> list[str]:
         where = f"Item {n}"
         if edit.role not in ROLES:
             errors.append(f"{where}: choose primary, alternative or ruled out.")
-        if edit.modality not in MODALITIES:
+        if edit.modality not in set(Modality):
             errors.append(f"{where}: choose a modality.")
         if not edit.description.strip():
             errors.append(f"{where}: describe the item.")
@@ -739,8 +728,6 @@ def report_path(report: PlanReport) -> Path:
 
 def report_render(*, report_id: int) -> str:
     """Render one report to a file under MEDIA_ROOT; idempotent (a finished one is kept)."""
-    from consult.review.report import report_html, report_pdf
-
     report = PlanReport.objects.select_related("consultation").get(pk=report_id)
     if report.is_finished:
         return report.status
@@ -794,7 +781,3 @@ def report_download_record(*, actor: Any, report: PlanReport) -> None:
         obj=report,
         payload={"consultation": report.consultation_id, "sha256": report.sha256},
     )
-
-
-def plan_json_bytes(plan: dict[str, Any]) -> bytes:
-    return (json.dumps(plan, indent=2, ensure_ascii=False) + "\n").encode()

@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from clinical.calculators import derive_all
 from consult.models import Consultation
 from consult.review import selectors, services
 from consult.review.forms import (
@@ -26,8 +27,8 @@ from consult.review.forms import (
 )
 from consult.review.models import ReportStatus
 from consult.review.presenters import plan_diff, recommendation_view
+from consult.review.report import final_dissent
 from consult.review.selectors import ReviewState, VersionView
-from knowledge.calculators import derive_all
 from mdtboard.audit.services import audit_record
 from mdtboard.core.http import AuthedRequest, vary_on_htmx, wants_fragment
 
@@ -56,7 +57,6 @@ def _plan_page(
         titles=selectors.evidence_titles(version_ids=version_ids),
     )
     base = state.version(version.based_on) if version.based_on else None
-    from consult.review.report import final_dissent
 
     comparator = selectors.comparator_latest(consultation=consultation)
 

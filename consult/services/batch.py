@@ -7,10 +7,12 @@ from typing import Any
 from django.db import transaction
 
 from consult.casefile.validate import parse_case_bytes
+from consult.fhir.parse import looks_like_fhir
 from consult.journal.broadcaster import broadcasts_drain
 from consult.models import Consultation, LesionDossier
 from consult.services.consultations import consultation_run, consultation_start
 from consult.services.dossiers import DossierError, dossier_create, dossier_submit, dossier_update
+from consult.services.fhir import bundle_import
 from mdtboard.accounts.models import Team, User
 from mdtboard.accounts.roles import Role
 from mdtboard.accounts.services import team_get_or_create, user_create
@@ -43,9 +45,26 @@ def case_run(
     team: Any = None,
 ) -> Consultation:
     """Import the case (or update the dossier with the same case id), submit it, and run a
-    consultation synchronously. Raises DossierError with every problem of a bad file."""
+    consultation synchronously. A FHIR Bundle is mapped to a new dossier first. Raises
+    DossierError with every problem of a bad file."""
     if actor is None or team is None:
         actor, team = cli_identity()
+    if looks_like_fhir(raw):
+        # A FHIR Bundle is mapped to a new dossier (its case id is new each time); the
+        # command prints nothing of the mapping, the dossier keeps its provenance.
+        with transaction.atomic():
+            result, _ = bundle_import(actor=actor, team=team, raw=raw, filename=filename)
+            if result.dossier is None:
+                raise DossierError("The FHIR bundle has errors.", result.errors)
+            dossier_submit(actor=actor, dossier=result.dossier)
+            consultation = consultation_start(
+                actor=actor,
+                dossier=result.dossier,
+                engine=engine,
+                max_rounds=max_rounds,
+                enqueue=False,
+            )
+        return _run(consultation)
     parsed = parse_case_bytes(raw, filename=filename)
     if not parsed.ok or parsed.data is None:
         raise DossierError("The case file has errors.", list(parsed.errors))
@@ -64,6 +83,10 @@ def case_run(
         consultation = consultation_start(
             actor=actor, dossier=dossier, engine=engine, max_rounds=max_rounds, enqueue=False
         )
+    return _run(consultation)
+
+
+def _run(consultation: Consultation) -> Consultation:
     consultation_run(consultation_id=consultation.pk)
     broadcasts_drain()  # a command-line process exits right after: let the board hear the end
     consultation.refresh_from_db()

@@ -16,12 +16,14 @@ from django.conf import settings as django_settings
 from django.db import InterfaceError, OperationalError, connections, transaction
 from django.utils import timezone
 
+from clinical.applicability import case_facts
+from clinical.calculators import derive_all, staging_summary
+from clinical.vocab import EventKind
 from consult.engine import prompting
 from consult.engine.aio import run_coroutine
 from consult.engine.deliberation import Cancelled, Deliberation, EngineConfig
 from consult.engine.protocols import EngineEvent
 from consult.engine.providers import GuidelineProvider, LLMProvider
-from consult.engine.vocab import EventKind
 from consult.journal import broadcaster
 from consult.journal.lease import LeaseLost, lease_claim, lease_lapsed
 from consult.journal.numbering import events_append
@@ -37,8 +39,6 @@ from consult.models import (
     Plan,
 )
 from consult.retrieval import DbRetriever
-from knowledge.applicability import case_facts
-from knowledge.calculators import derive_all, staging_summary
 from knowledge.memory.selectors import versions_in_force
 from knowledge.memory.services import experience_uses_record
 from mdtboard.accounts.roles import is_admin

@@ -7,7 +7,8 @@ from typing import Any
 
 from django import template
 
-from consult.labels import ROLE_LABELS, clinical_text
+from clinical.vocab import ROLE_LABELS
+from consult.labels import clinical_text
 
 register = template.Library()
 

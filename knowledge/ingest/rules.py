@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from consult.engine.vocab import UnitCancerType, UnitKind
+from clinical.vocab import UnitCancerType, UnitKind
 
 # --- grade labels ---------------------------------------------------------------------------
 # Each pattern matches a label verbatim; the earliest match in a statement wins (ties go to

@@ -8,7 +8,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from knowledge.bundle import KEY_PATTERN
+from clinical.rules import KEY_PATTERN
 from knowledge.ingest._html import html_events
 from knowledge.ingest._markdown import markdown_events
 from knowledge.ingest._model import Block, Event, Heading, IngestError, normalise_ws
@@ -64,7 +64,7 @@ class Candidate:
     "Header: value | Header: value"). ``native_grade`` is a grade label copied verbatim.
     ``suggested_kind`` and ``suggested_cancer_type`` are keyword-rule guesses for the
     curator, values of :class:`~knowledge.bundle.UnitKind` and
-    :class:`~consult.engine.vocab.UnitCancerType`. ``fingerprint`` depends on the text alone, so a
+    :class:`~clinical.vocab.UnitCancerType`. ``fingerprint`` depends on the text alone, so a
     re-import recognises an unchanged statement even when it moved.
     """
 

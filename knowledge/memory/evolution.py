@@ -25,7 +25,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from consult.engine.vocab import CANCER_TYPE_LABELS, CancerType
+from clinical.vocab import CANCER_TYPE_LABELS, CancerType
 from knowledge.memory.models import (
     EntryKind,
     EntryStatus,

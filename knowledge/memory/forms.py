@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django import forms
 
-from consult.engine.vocab import CANCER_TYPE_LABELS
+from clinical.vocab import CancerType
 from knowledge.memory.models import EntryKind, EntryStatus
 
 _TEXT = {"rows": 3, "maxlength": 4000}
@@ -17,7 +17,7 @@ class EntryFilterForm(forms.Form):
         choices=[("", "Any status"), *EntryStatus.choices], required=False, initial="active"
     )
     cancer_type = forms.ChoiceField(
-        choices=[("", "Any cancer"), *((c.value, text) for c, text in CANCER_TYPE_LABELS.items())],
+        choices=[("", "Any cancer"), *((c.value, c.label) for c in CancerType)],
         required=False,
     )
 

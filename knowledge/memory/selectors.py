@@ -16,6 +16,7 @@ from knowledge.memory.models import (
     EntryStatus,
     ExperienceEntry,
     PromptVersion,
+    PruneRun,
     VersionStatus,
     WeightVersion,
 )
@@ -174,6 +175,4 @@ def version_history() -> dict[str, list[Any]]:
 
 
 def prune_runs(limit: int = 5) -> list[Any]:
-    from knowledge.memory.models import PruneRun
-
     return list(PruneRun.objects.all()[:limit])

@@ -10,15 +10,15 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_ready
 
+from knowledge.memory.evolution import evolution_propose
+from knowledge.memory.pruning import memory_prune
+
 logger = logging.getLogger(__name__)
 
 
 @shared_task(name="memory.memory_maintain", soft_time_limit=600, time_limit=660)
 def memory_maintain() -> dict[str, int]:
     """Cache-and-prune the store, then draw evolution proposals from what remains."""
-    from knowledge.memory.evolution import evolution_propose
-    from knowledge.memory.pruning import memory_prune
-
     run = memory_prune()
     proposals = evolution_propose()
     return {

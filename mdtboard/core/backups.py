@@ -21,6 +21,7 @@ from django.db import connection, connections, transaction
 
 from mdtboard import __version__, embedded
 from mdtboard.audit.anchor import Anchor, AnchorUnreadable, anchor_read, anchor_reset
+from mdtboard.audit.models import AuditEvent
 from mdtboard.audit.services import audit_chain_check, audit_record
 from mdtboard.core.dbroles import app_role_grant, database_owner
 
@@ -398,8 +399,6 @@ def _row_counts() -> dict[str, int]:
 
 
 def _chain_head() -> Anchor | None:
-    from mdtboard.audit.models import AuditEvent
-
     row = AuditEvent.objects.order_by("-id").values_list("id", "hash").first()
     return Anchor(event_id=row[0], hash=row[1]) if row else None
 

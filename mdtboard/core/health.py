@@ -11,6 +11,8 @@ import redis
 from django.conf import settings
 from django.db import connection
 
+from consult.models import Consultation, ConsultationStatus
+from consult.selectors import consultation_worker_silence
 from mdtboard.celery import app as celery_app
 
 
@@ -64,8 +66,6 @@ def _worker() -> str:
 def _consultations() -> str:
     # A worker answering pings is not enough: one that died mid-run leaves its consultation
     # "running" until a worker starts and recovers it.
-    from consult.models import Consultation, ConsultationStatus
-    from consult.selectors import consultation_worker_silence
 
     waiting = Consultation.objects.filter(
         status__in=[ConsultationStatus.QUEUED, ConsultationStatus.RUNNING]

@@ -436,3 +436,9 @@ CONTENT_SECURITY_POLICY = {
         "frame-ancestors": [csp.constants.NONE],
     }
 }
+
+# Optional FHIR server a clinician may import a patient's record from (Patient/$everything).
+# Unset = import from uploaded bundles only. The token is sent as a Bearer token.
+FHIR_SERVER_URL = env.str("FHIR_SERVER_URL", default="")
+FHIR_SERVER_TOKEN = env.str("FHIR_SERVER_TOKEN", default="")
+FHIR_SERVER_TIMEOUT_S = env.float("FHIR_SERVER_TIMEOUT_S", default=30.0)

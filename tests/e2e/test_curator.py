@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from knowledge.bundle import SourceSpec
+from clinical.rules import SourceSpec
 from knowledge.models import UnitEmbedding, UnitVersion, VersionStatus
 from knowledge.services import bundle_import, source_save, version_publish, versions_embed
 from tests.fixtures.browser import login

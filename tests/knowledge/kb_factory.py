@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from knowledge.bundle import Bundle, UnitSpec, bundle_from_documents
+from clinical.rules import Bundle, UnitSpec
+from knowledge.bundle import bundle_from_documents
 
 SOURCE = {
     "key": "test-guideline-2025",
@@ -71,3 +72,13 @@ def merge_bomb(levels: int) -> bytes:
     lines = ["a0: &a0 {x: 1}"]
     lines += [f"a{n}: &a{n} {{<<: [*a{n - 1}, *a{n - 1}]}}" for n in range(1, levels + 1)]
     return ("\n".join(lines) + "\n").encode()
+
+
+def retire(
+    asker: Any, approver: Any, version: Any, reason: str = "withdrawn by the society"
+) -> Any:
+    """Retire a published version the only way there is: one person asks, another approves."""
+    from knowledge.services import approval_request_approve, version_retire_request
+
+    request = version_retire_request(actor=asker, version=version, reason=reason)
+    return approval_request_approve(actor=approver, request=request)

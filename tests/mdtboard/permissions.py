@@ -58,6 +58,11 @@ TABLE: dict[str, Row] = {
     "consult:dossier-check-field": {"POST": (L, A, H, D, D, A)},
     "consult:dossier-submit": {"POST": (L, A, H, D, D, A)},
     "consult:dossier-export": {"GET": (L, A, H, D, D, A)},
+    "consult:dossier-export-fhir": {"GET": (L, A, H, D, D, A)},  # audited like the JSON export
+    # The FHIR review's confirm step (no valid review: back to the import page) and the FHIR
+    # server source (a page saying none is configured when FHIR_SERVER_URL is unset).
+    "consult:fhir-import-confirm": {"POST": (L, A, A, D, D, A)},
+    "consult:fhir-server-import": {"GET": (L, A, A, D, D, A), "POST": (L, A, A, D, D, A)},
     "consult:case-schema": {"GET": (A, A, A, A, A, A)},  # the published format: public
     # --- consultations and plans -------------------------------------------------------------
     "consult:consultation-start": {"POST": (L, A, H, D, D, A)},
@@ -65,6 +70,8 @@ TABLE: dict[str, Row] = {
     "consult:consultation-cancel": {"POST": (L, A, H, D, D, A)},
     "consult:plan-detail": {"GET": (L, A, H, D, D, A)},
     "consult:plan-json": {"GET": (L, A, H, D, D, A)},
+    # A signed plan as a FHIR CarePlan; before sign-off it sends back to the plan page.
+    "consult:plan-careplan": {"GET": (L, A, H, D, D, A)},
     # --- clinician review, the MDT decision, reports and exports (consult/review) ------------
     "review:plan-version": {"GET": (L, A, H, D, D, A)},
     "review:plan-version-json": {"GET": (L, A, H, D, D, A)},
@@ -93,6 +100,9 @@ TABLE: dict[str, Row] = {
     "knowledge:version-hotfix": {"POST": (L, D, D, D, A, A)},
     "knowledge:version-retire": {"POST": (L, D, D, D, A, A)},
     "knowledge:review-queue": {"GET": (L, D, D, D, A, A)},
+    # approve / refuse / withdraw a change waiting for four eyes; the service then refuses
+    # whoever asked (a message on the page they came from), so the table's curator is let in
+    "knowledge:approval-decide": {"POST": (L, D, D, D, A, A)},
     "knowledge:source-list": {"GET": (L, D, D, D, A, A)},
     "knowledge:source-create": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
     "knowledge:source-edit": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},

@@ -3,7 +3,9 @@
 ``make run`` runs it at every start, so it only adds seed units that do not exist yet, brings
 units no curator has touched to the new seed and retires those the seed no longer ships: a unit
 a curator has worked on belongs to the curators, and the seed never overwrites, revives or
-buries their versions.
+buries their versions. An operator's seed upgrade never weakens a published safety rule alone:
+a seed version that would is left in review, and a safety unit the seed no longer ships has its
+retirement asked for; both wait for a curator or an administrator to approve them.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class Command(BaseCommand):
             publish=True,
             reason="demonstration seed shipped with the application",
         )
-        retired = seed_units_retire_removed(
+        removal = seed_units_retire_removed(
             keys=[u.key for u in bundle.units],
             reason="no longer in the demonstration seed (renamed or withdrawn)",
         )
@@ -69,9 +71,9 @@ class Command(BaseCommand):
             else ""
         )
         gone = (
-            f"; {len(retired)} uncurated units the seed no longer ships retired "
-            f"({', '.join(retired)})"
-            if retired
+            f"; {len(removal.retired)} uncurated units the seed no longer ships retired "
+            f"({', '.join(removal.retired)})"
+            if removal.retired
             else ""
         )
         self.stdout.write(
@@ -79,3 +81,15 @@ class Command(BaseCommand):
             f"now; {result.unchanged} already present, left as they are{upgraded}{gone}), "
             f"{embedded} embedded."
         )
+        if result.weakening:
+            self.stdout.write(
+                f"{len(result.weakening)} seed changes weaken a published safety rule and wait "
+                "in the review queue for a curator or an administrator to approve them: "
+                + ", ".join(result.weakening)
+            )
+        if removal.awaiting:
+            self.stdout.write(
+                f"{len(removal.awaiting)} safety units the seed no longer ships stay published "
+                "until a curator or an administrator approves their retirement: "
+                + ", ".join(removal.awaiting)
+            )

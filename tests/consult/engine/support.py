@@ -9,13 +9,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from clinical.applicability import case_facts
+from clinical.calculators import derive_all, staging_summary
 from consult.bundle_retriever import BundleRetriever
 from consult.engine.deliberation import Deliberation, EngineConfig
 from consult.engine.protocols import Evidence, MemoryStore, Retriever, StepStore
 from consult.engine.providers import GuidelineProvider, LLMProvider
 from consult.engine.schemas import CrossReview, RoleReport, Synthesis, Vote
-from knowledge.applicability import case_facts
-from knowledge.calculators import derive_all, staging_summary
 from tests.fixtures.seed import seed_bundle
 
 
@@ -164,7 +164,7 @@ def safety_rule(unit_id: str, applies: bool | None = True, **action: Any) -> Evi
     return evidence_unit(
         unit_id,
         kind="contraindication",
-        content={"action": {"type": "safety", "gate": "g", **action}},
+        content={"action": {"type": "safety", "gate": "g", "advice": "Follow the rule.", **action}},
         applies=applies,
         missing=() if applies is not None else ("organ_function.lvef_pct",),
     )

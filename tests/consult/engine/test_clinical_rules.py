@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from clinical.rules import Bundle
 from consult.evaluation import plan_offline
-from knowledge.bundle import Bundle
 from tests.paths import PUBLIC_CASES
 
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from clinical.applicability import case_facts
+from clinical.calculators import derive_all, staging_summary
 from consult.bundle_retriever import BundleRetriever
 from consult.engine.consensus import MIN_WEIGHT, with_offsets
 from consult.engine.deliberation import Deliberation, EngineConfig
 from consult.engine.protocols import MemoryStore, PastCase
 from consult.engine.providers import GuidelineProvider
-from knowledge.applicability import case_facts
-from knowledge.calculators import derive_all, staging_summary
 from tests.consult.engine.support import load_case, seed_bundle
 from tests.paths import PUBLIC_CASES
 

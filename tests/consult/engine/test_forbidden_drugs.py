@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from consult.engine import lexicon
+from clinical import lexicon
+from clinical.plan import Plan
 from consult.engine.aio import run_coroutine
 from consult.engine.protocols import MemoryStore
 from consult.engine.providers import LLMProvider
-from consult.engine.schemas import Plan
 from consult.llm import Budget, LLMClient, LLMSettings
 from tests.consult.engine.support import BundleRetriever, deliberation, load_case
 from tests.consult.llm_responder import request_payload

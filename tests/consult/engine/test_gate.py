@@ -277,7 +277,11 @@ def test_an_unchecked_critical_rule_that_other_facts_make_likely_demotes_the_ite
 def test_a_minor_rule_that_cannot_be_checked_does_not_make_the_pathway_conditional() -> None:
     minor = dataclasses.replace(
         safety_rule(
-            "x.minor", agents=["pemetrexed"], severity="minor", effect="condition", advice="x"
+            "x.minor",
+            agents=["pemetrexed"],
+            severity="minor",
+            effect="condition",
+            advice="Check first.",
         ),
         applies=None,
         missing=("organ_function.qtc_ms",),
@@ -316,7 +320,11 @@ def test_a_check_about_a_state_the_patient_is_known_not_to_be_in_is_not_shown() 
 
 def test_a_clear_check_about_an_item_the_plan_no_longer_holds_is_not_shown() -> None:
     removal = safety_rule(
-        "x.remove", agents=["pemetrexed"], severity="critical", effect="remove", advice="no"
+        "x.remove",
+        agents=["pemetrexed"],
+        severity="critical",
+        effect="remove",
+        advice="Do not give.",
     )
     clear = safety_rule(
         "x.clear", applies=False, agents=["carboplatin"], severity="major", effect="remove"

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from consult.engine import lexicon
+from clinical import lexicon
+from clinical.rules import SafetyAction
 from consult.engine.grounding import supports
 from consult.engine.matching import agents_overlap, drug_key, substitution, targets
 from consult.engine.schemas import ProposedComponent
@@ -125,6 +126,12 @@ def test_a_checkpoint_inhibitor_rule_targets_brand_and_description_only_items() 
     assert agents_overlap(ICI_RULE, _item("Rituximab immunotherapy", "rituximab")) == []
 
 
+def _rule(**action: Any) -> SafetyAction:
+    return SafetyAction.model_validate(
+        {"gate": "g", "severity": "major", "effect": "remove", "advice": "Do not give.", **action}
+    )
+
+
 def test_an_anthracycline_rule_spares_the_regimen_that_replaces_it() -> None:
     cardiac = _item(
         "R-CEOP-21 (etoposide in place of doxorubicin)",
@@ -133,17 +140,17 @@ def test_an_anthracycline_rule_spares_the_regimen_that_replaces_it() -> None:
         "etoposide",
         "vincristine",
     )
-    assert targets({"agents": ANTHRACYCLINES}, cardiac) == []
-    assert targets({"agents": ANTHRACYCLINES}, _item("R-CHOP")) == ["doxorubicin"]
+    assert targets(_rule(agents=ANTHRACYCLINES), cardiac) == []
+    assert targets(_rule(agents=ANTHRACYCLINES), _item("R-CHOP")) == ["doxorubicin"]
 
 
 def test_a_rule_on_systemic_therapy_concerns_the_drugs_of_chemoradiation() -> None:
     chemoradiation = _item(
         "60 Gy with weekly carboplatin-paclitaxel", "carboplatin", modality="radiotherapy"
     )
-    assert targets({"modalities": ["systemic"]}, chemoradiation) == ["systemic"]
+    assert targets(_rule(modalities=["systemic"]), chemoradiation) == ["systemic"]
     surgery = _item("Lobectomy", modality="surgery")
-    assert targets({"modalities": ["systemic"]}, surgery) == []
+    assert targets(_rule(modalities=["systemic"]), surgery) == []
 
 
 def test_a_phrase_the_lexicon_does_not_know_is_matched_by_its_words_unless_negated() -> None:
@@ -161,7 +168,7 @@ def test_an_omitted_agent_leaves_the_regimen_in_place_without_it() -> None:
     rchop = _item(
         "R-CHOP", "rituximab", "cyclophosphamide", "doxorubicin", "vincristine", "prednisone"
     )
-    omit = {"agents": ["vincristine"], "effect": "remove", "severity": "critical", "omit": True}
+    omit = _rule(agents=["vincristine"], severity="critical", omit=True)
     assert substitution(rchop, ["vincristine"], omit) == ["vincristine"]
     # without omit and without a partner the whole regimen goes
     assert substitution(rchop, ["vincristine"]) is None

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from clinical.plan import PlanComponent, RejectedOption
 from consult.bundle_retriever import BundleRetriever
 from consult.engine.options import condition_words, not_advised
 from consult.engine.protocols import Evidence
-from consult.engine.schemas import PlanComponent, RejectedOption
 from tests.consult.engine.support import deliberation, seed_bundle
 from tests.paths import PUBLIC_CASES
 

@@ -234,7 +234,6 @@ def test_gate_reports_pass_fail_and_unknown_for_the_items_of_the_plan_only() -> 
             agents=["doxorubicin"],
             severity="major",
             effect="remove",
-            advice="x",
         ),
         safety_rule(
             "b.unknown",
@@ -242,10 +241,12 @@ def test_gate_reports_pass_fail_and_unknown_for_the_items_of_the_plan_only() -> 
             agents=["doxorubicin"],
             severity="major",
             effect="remove",
-            advice="x",
         ),
         safety_rule(
-            "c.other-drug", agents=["bevacizumab"], severity="major", effect="remove", advice="x"
+            "c.other-drug",
+            agents=["bevacizumab"],
+            severity="major",
+            effect="remove",
         ),
     ]
     outcome = safety_gate(draft, rules)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from clinical.vocab import COORDINATOR, StepKind
 from consult.engine.protocols import Step
-from consult.engine.vocab import COORDINATOR, StepKind
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ from tests.fixtures.consultations import assert_unbroken, submitted
 from tests.fixtures.seed import load_seed
 from tests.fixtures.waiting import wait_until
 from tests.llm_stub import StubReply
-from tests.paths import PUBLIC_CASES
+from tests.paths import PUBLIC_CASES, REPO
 
 pytestmark = pytest.mark.slow
 
@@ -373,6 +373,36 @@ def test_runcase_prints_the_plan_as_json(capsys: Any) -> None:
     plan = json.loads(out.getvalue())
     assert plan["format"] == "mdtboard.plan/1"
     assert "watch" in json.dumps(plan["recommendation"]).lower()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runcase_reads_a_prior_therapy_with_line_zero() -> None:
+    # given the file once refused ("0 is outside 1-30"): line 0 marks an unnumbered course
+    load_seed()
+    path = REPO / "tests" / "consult" / "fixtures" / "regressions" / "prior-therapy-line-zero.json"
+    out = StringIO()
+    # when it is run from the command line
+    call_command("runcase", str(path), "--format", "json", stdout=out)
+    # then a plan comes back for the relapsed lymphoma
+    plan = json.loads(out.getvalue())
+    assert plan["case_id"] == "regression-prior-therapy-line-zero"
+    assert plan["recommendation"]["components"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runcase_runs_a_consultation_on_a_fhir_bundle() -> None:
+    # given HL7's mCODE example record of a breast cancer patient (Jenny M)
+    load_seed()
+    path = REPO / "tests" / "fixtures" / "fhir" / "Bundle-mcode-patient-bundle-jenny-m.json"
+    out = StringIO()
+    # when it is run from the command line as a case file would be
+    call_command("runcase", str(path), "--format", "json", stdout=out)
+    # then the board deliberates on the mapped breast case and asks for what the record lacks
+    plan = json.loads(out.getvalue())
+    assert plan["format"] == "mdtboard.plan/1"
+    assert plan["case_id"].startswith("fhir-")
+    assert plan["staging"]["breast_subtype"] is None  # ER/HER2 given without the grade
+    assert plan["needs_data"]
 
 
 @pytest.mark.django_db(transaction=True)

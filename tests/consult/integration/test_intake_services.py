@@ -10,6 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, transaction
 
+from clinical.calculators import derive_all, staging_summary
 from consult.models import DossierSnapshot, DossierStatus, LesionDossier, Patient
 from consult.services.dossiers import (
     DossierError,
@@ -18,7 +19,6 @@ from consult.services.dossiers import (
     dossier_submit,
     dossier_update,
 )
-from knowledge.calculators import derive_all, staging_summary
 from mdtboard.audit.models import AuditEvent
 from tests.paths import REPO, public_case_files
 
@@ -61,6 +61,11 @@ ADDED_FIELDS = {
     "qtc_ms",
     "heart_rate_bpm",
     "stop_reason",  # diagnosis.prior_therapies[] (2026-11-24, additive)
+    # diagnosis.prior_therapies[] (2026-11-27, FORMAT.md §4, additive)
+    "kind",
+    "intent",
+    "start_date",
+    "toxicity",
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from consult.engine.vocab import EventKind
+from clinical.vocab import EventKind
 from consult.journal.board import STATUS_LINE_KINDS, Board, apply, build_board
 from tests.consult.journal.golden_board import streams
 

@@ -14,8 +14,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from benchmarks.parsers import CASEFILE_WORST
+from clinical.vocab import CancerType
 from consult.casefile.fields import (
-    CANCER_TYPES,
     FIELDS,
     FIELDS_BY_PATH,
     FORMAT_ID,
@@ -62,8 +62,11 @@ ADDITIVE_FIELDS: frozenset[str] = frozenset(
         "organ_function.heart_rate_bpm",
     }
 )
-# Additive keys of one prior therapy (2026-11-24): why the line ended.
-ADDITIVE_PRIOR_KEYS: frozenset[str] = frozenset({"stop_reason"})
+# Additive keys of one prior therapy: why the line ended (2026-11-24); what kind of treatment it
+# was, its intent, start and worst toxicity (2026-11-27, FORMAT.md §4).
+ADDITIVE_PRIOR_KEYS: frozenset[str] = frozenset(
+    {"stop_reason", "kind", "intent", "start_date", "toxicity"}
+)
 
 # (fixture file, JSON path of the error, phrase the message must contain). A file with several
 # rows must produce exactly those paths; every other file exactly one error.
@@ -182,7 +185,51 @@ MALFORMED: list[tuple[str, str, str]] = [
         "$.diagnosis.prior_therapies[0].lines",
         'Did you mean "line"?',
     ),
-    ("prior-therapy-line-zero.json", "$.diagnosis.prior_therapies[0].line", "0 is outside"),
+    (
+        "prior-therapy-palliative-line-zero.json",
+        "$.diagnosis.prior_therapies[0].line",
+        "palliative systemic lines are numbered from 1",
+    ),
+    (
+        "prior-therapy-unknown-kind.json",
+        "$.diagnosis.prior_therapies[0].kind",
+        '"chemotherapy" is not a recognised value; use one of: systemic, operation',
+    ),
+    (
+        "prior-therapy-unknown-intent.json",
+        "$.diagnosis.prior_therapies[0].intent",
+        '"salvage" is not a recognised value',
+    ),
+    (
+        "prior-therapy-end-before-start.json",
+        "$.diagnosis.prior_therapies[0].end_date",
+        "End date 2025-04-02 is before the start date 2025-05-01",
+    ),
+    (
+        "prior-therapy-start-date-future.json",
+        "$.diagnosis.prior_therapies[0].start_date",
+        "Start date 2999-01-01 is in the future",
+    ),
+    (
+        "prior-therapy-toxicity-grade-six.json",
+        "$.diagnosis.prior_therapies[0].toxicity.grade",
+        "CTCAE toxicity grade 6 is outside the plausible range 1\u20135",
+    ),
+    (
+        "prior-therapy-toxicity-grade-zero.json",
+        "$.diagnosis.prior_therapies[0].toxicity.grade",
+        "CTCAE toxicity grade 0 is outside the plausible range 1\u20135",
+    ),
+    (
+        "prior-therapy-toxicity-not-object.json",
+        "$.diagnosis.prior_therapies[0].toxicity",
+        'must be an object with organ and grade, e.g. {"organ": "lung", "grade": 3}',
+    ),
+    (
+        "prior-therapy-toxicity-unknown-key.json",
+        "$.diagnosis.prior_therapies[0].toxicity.agent",
+        'Unknown field "agent" in the toxicity of a prior therapy',
+    ),
     ("prior-therapy-line-text.json", "$.diagnosis.prior_therapies[0].line", "whole number"),
     (
         "prior-therapy-duplicate-lines.json",
@@ -638,6 +685,10 @@ def test_canonical_is_idempotent_and_fills_nulls() -> None:
             "best_response": None,
             "months_to_relapse": None,
             "stop_reason": None,
+            "toxicity": None,
+            "kind": None,
+            "intent": None,
+            "start_date": None,
         }
     ]
     assert once["patient"] == {f.key: None for f in FIELDS if f.parent == "patient"}
@@ -747,7 +798,7 @@ def test_fields_for_cancer_type() -> None:
     assert "biomarkers.egfr" not in hcc
     assert "organ_function.varices" not in breast
     assert "staging.t" not in lymphoma
-    for cancer_type in CANCER_TYPES:
+    for cancer_type in CancerType:
         assert {"case_id", "patient.age_years", "labs.creatinine_mg_dl"} <= {
             f.path for f in fields_for(cancer_type)
         }

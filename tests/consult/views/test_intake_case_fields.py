@@ -314,3 +314,68 @@ def test_gestational_age_without_pregnancy_is_refused_beside_the_field(
     assert errors.index(message) < errors.index("</div>")
     dossier.refresh_from_db()
     assert dossier.data["patient"]["gestational_age_weeks"] is None
+
+
+def test_prior_therapy_kind_intent_dates_and_toxicity_through_the_diagnosis_form(
+    client: Any, dossier: LesionDossier, clinician: Any
+) -> None:
+    client.force_login(clinician)
+    url = reverse("consult:dossier-edit", args=[dossier.pk, "diagnosis"])
+    form = client.get(url).content.decode()
+    for name in ("kind", "intent", "start_date", "toxicity_organ", "toxicity_grade"):
+        assert f'name="prior-0-{name}"' in form, name
+    # given a lobectomy (line 0) and a first palliative line stopped for pneumonitis
+    post = {
+        "diagnosis__histology": "adenocarcinoma",
+        "prior-count": "2",
+        "prior-0-line": "0",
+        "prior-0-kind": "operation",
+        "prior-0-intent": "curative",
+        "prior-0-regimen": "right upper lobectomy",
+        "prior-0-start_date": "2023-02-01",
+        "prior-0-end_date": "2023-02-01",
+        "prior-1-line": "1",
+        "prior-1-kind": "systemic",
+        "prior-1-intent": "palliative",
+        "prior-1-regimen": "pembrolizumab",
+        "prior-1-start_date": "2024-05-01",
+        "prior-1-end_date": "2024-09-12",
+        "prior-1-stop_reason": "toxicity",
+        "prior-1-toxicity_organ": "lung",
+        "prior-1-toxicity_grade": "3",
+        "then": "summary",
+    }
+    # when it is saved
+    assert client.post(url, post).status_code == 302
+    # then it is stored, shown in words and exported as entered
+    dossier.refresh_from_db()
+    entries = dossier.data["diagnosis"]["prior_therapies"]
+    assert entries[0]["line"] == 0
+    assert entries[0]["kind"] == "operation"
+    assert entries[1]["toxicity"] == {"organ": "lung", "grade": 3}
+    diagnosis = _section(_page(client, dossier), "diagnosis")
+    assert "Kind of treatment: operation" in " ".join(diagnosis.split())
+    assert "lung, CTCAE grade 3" in diagnosis
+    assert "stopped for toxicity" in diagnosis
+    exported = json.loads(client.get(reverse("consult:dossier-export", args=[dossier.pk])).content)
+    assert exported["diagnosis"]["prior_therapies"][1]["stop_reason"] == "toxicity"
+
+
+def test_prior_therapy_ending_before_it_started_is_refused_and_nothing_is_saved(
+    client: Any, dossier: LesionDossier, clinician: Any
+) -> None:
+    client.force_login(clinician)
+    url = reverse("consult:dossier-edit", args=[dossier.pk, "diagnosis"])
+    before = dossier.data["diagnosis"]["prior_therapies"]
+    post = {
+        "prior-count": "1",
+        "prior-0-line": "1",
+        "prior-0-regimen": "carboplatin and pemetrexed",
+        "prior-0-start_date": "2025-03-01",
+        "prior-0-end_date": "2025-01-01",
+    }
+    response = client.post(url, post)
+    assert response.status_code == 422
+    assert "End date 2025-01-01 is before the start date 2025-03-01" in response.content.decode()
+    dossier.refresh_from_db()
+    assert dossier.data["diagnosis"]["prior_therapies"] == before

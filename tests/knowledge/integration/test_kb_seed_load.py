@@ -11,18 +11,19 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from knowledge.bundle import SourceSpec
-from knowledge.models import GuidelineSource, UnitVersion, VersionStatus
+from clinical.rules import SourceSpec
+from knowledge.models import ApprovalRequest, GuidelineSource, UnitVersion, VersionStatus
 from knowledge.services import (
+    approval_request_approve,
+    approval_request_refuse,
     bundle_import,
     source_save,
     unit_save_draft,
     version_publish,
-    version_retire,
     version_submit,
 )
 from mdtboard.audit.models import AuditEvent
-from tests.knowledge.kb_factory import SOURCE, bundle, spec, unit
+from tests.knowledge.kb_factory import SAFETY, SOURCE, bundle, retire, spec, unit
 
 # Every load embeds what it publishes: the first in a run loads the embedding model.
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
@@ -98,12 +99,12 @@ def test_reload_does_not_revive_a_retired_seed_unit(
     # given a seed unit that was retired as it stood
     _load(seed_dir)
     v1 = UnitVersion.objects.get(unit__key="hcc.seed")
-    version_retire(actor=curator, version=v1, reason="withdrawn by the society")
+    retire(curator, second_curator, v1)
     _load(seed_dir)
     assert _versions("hcc.seed") == [(1, "retired")]
     # and one whose curated v2 was retired later (its content now differs from the seed's)
     v2 = _reviewed_edit(curator, second_curator, "hcc.seed", anchor="Section 6.2 (2026)")
-    version_retire(actor=curator, version=v2, reason="withdrawn by the society")
+    retire(curator, second_curator, v2)
     _load(seed_dir)
     # then the seed brings neither back
     assert _versions("hcc.seed") == [(1, "retired"), (2, "retired")]
@@ -229,3 +230,62 @@ def test_a_unit_the_seed_no_longer_ships_is_retired_unless_a_curator_worked_on_i
     ).exists()
     # and the unit a curator worked on stays as the curators keep it
     assert [status for _, status in _versions("hcc.curated")][-1] == "published"
+
+
+# --- an operator's seed upgrade never weakens a safety rule alone ------------------------------
+
+SAFETY_SEED = unit("hcc.seed-alert", **SAFETY)
+
+
+def _write_seed(seed_dir: Path, *units: dict[str, Any]) -> None:
+    (seed_dir / "hcc.yaml").write_text(
+        yaml.safe_dump({"format": "mdtboard.kb/1", "sources": [], "units": list(units)})
+    )
+
+
+def test_a_seed_upgrade_that_weakens_a_safety_rule_waits_for_a_curator(
+    seed_dir: Path, curator: Any
+) -> None:
+    # given a deployment whose seed published an uncurated safety rule
+    _write_seed(seed_dir, SAFETY_SEED)
+    _load(seed_dir)
+    # when a newer release's seed lowers its severity
+    weaker = unit(
+        "hcc.seed-alert", **{**SAFETY, "action": {**SAFETY["action"], "severity": "minor"}}
+    )
+    _write_seed(seed_dir, weaker)
+    output = _load(seed_dir)
+    # then the seed's v1 stays live, v2 waits in review with the system's request, and says so
+    assert _versions("hcc.seed-alert") == [(1, "published"), (2, "in_review")]
+    request = ApprovalRequest.objects.get(unit__key="hcc.seed-alert", kind="publish")
+    assert request.requested_by is None
+    assert any("Severity lowered" in r for r in request.reasons)
+    assert "1 seed changes weaken a published safety rule" in output
+    # and the next start asks nothing more
+    _load(seed_dir)
+    assert ApprovalRequest.objects.filter(unit__key="hcc.seed-alert").count() == 1
+    # when a curator approves it, it is published
+    approval_request_approve(actor=curator, request=request)
+    assert _versions("hcc.seed-alert") == [(1, "retired"), (2, "published")]
+
+
+def test_a_safety_rule_the_seed_no_longer_ships_is_retired_only_with_approval(
+    seed_dir: Path, curator: Any, second_curator: Any
+) -> None:
+    # given a seed with a safety rule no curator touched
+    _write_seed(seed_dir, unit("hcc.seed"), SAFETY_SEED)
+    _load(seed_dir)
+    # when a newer seed no longer ships it
+    _write_seed(seed_dir, unit("hcc.seed"))
+    output = _load(seed_dir)
+    # then it stays published, its retirement asked for by the system, once
+    assert _versions("hcc.seed-alert") == [(1, "published")]
+    assert "1 safety units the seed no longer ships stay published" in output
+    _load(seed_dir)
+    request = ApprovalRequest.objects.get(unit__key="hcc.seed-alert", kind="retire")
+    assert (request.requested_by, request.status) == (None, "pending")
+    # a refusal stands: the next start does not ask again
+    approval_request_refuse(actor=curator, request=request, note="Still in the 2026 label")
+    _load(seed_dir)
+    assert ApprovalRequest.objects.filter(unit__key="hcc.seed-alert").count() == 1
+    assert _versions("hcc.seed-alert") == [(1, "published")]

@@ -17,13 +17,12 @@ from knowledge.services import (
     bundle_parse,
     unit_save_draft,
     version_publish,
-    version_retire,
     version_submit,
     versions_embed,
 )
 from mdtboard.audit.models import AuditEvent
 from mdtboard.core.dbroles import database_owner
-from tests.knowledge.kb_factory import SAFETY, SOURCE, bundle, spec, unit
+from tests.knowledge.kb_factory import SAFETY, SOURCE, bundle, retire, spec, unit
 
 pytestmark = pytest.mark.django_db
 
@@ -224,7 +223,7 @@ def test_a_stale_version_in_review_cannot_roll_the_unit_back(
     v2.refresh_from_db()
     assert (v1.status, v2.status) == (VersionStatus.IN_REVIEW, VersionStatus.PUBLISHED)
     # and once v2 is retired, v1 still cannot bring back the content v2 superseded
-    version_retire(actor=second_curator, version=v2, reason="withdrawn")
+    retire(curator, second_curator, v2, reason="withdrawn")
     with pytest.raises(KnowledgeError, match="older than v2"):
         version_publish(actor=second_curator, version=v1)
     v1.refresh_from_db()
@@ -255,7 +254,7 @@ def test_database_refuses_to_change_a_published_version(
     # the review state: the role may write it, the trigger allows only forward moves
     with pytest.raises(DatabaseError, match="only be retired"), transaction.atomic():
         UnitVersion.objects.filter(pk=version.pk).update(status="draft")
-    version_retire(actor=second_curator, version=version, reason="superseded by 2026 update")
+    retire(curator, second_curator, version, reason="superseded by 2026 update")
     version.refresh_from_db()
     assert version.status == VersionStatus.RETIRED
 

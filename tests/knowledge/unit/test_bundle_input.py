@@ -223,7 +223,7 @@ def test_finite_numbers_in_conditions_still_parse() -> None:
 def test_interchangeable_agents_must_be_agents_of_the_regimen() -> None:
     from pydantic import ValidationError
 
-    from knowledge.bundle import TherapyAction
+    from clinical.rules import TherapyAction
 
     base = {"modality": "systemic", "description": "R-ICE or R-GDP", "intent": "curative"}
     ok = TherapyAction(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.parsers import MARKUP_WORST
-from consult.engine.vocab import UnitCancerType, UnitKind
+from clinical.vocab import UnitCancerType, UnitKind
 from knowledge.ingest import (
     MAX_INPUT_BYTES,
     Candidate,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from consult.engine import lexicon
+from clinical import lexicon
 from tests.consult.engine.support import seed_bundle
 
 # Given in pregnancy (the reason, for the reviewer): supportive and anti-infective care.

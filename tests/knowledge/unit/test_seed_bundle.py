@@ -1,7 +1,7 @@
 """The seed knowledge base parses, validates and covers the public evaluation cases.
 
 Whether a unit applies to a case is decided by the retriever the engine uses
-(``consult.bundle_retriever``, over ``knowledge.applicability``, the code the database
+(``consult.bundle_retriever``, over ``clinical.applicability``, the code the database
 retriever uses too), so a regression there fails these tests too; a null fact is *unknown*,
 and a unit that only matches through a guessed value does not count.
 """
@@ -16,19 +16,13 @@ from typing import Any
 import pytest
 import yaml
 
+from clinical.applicability import Truth
+from clinical.calculators import derive_all
+from clinical.calculators.derive import CALCULATORS_BY_CANCER_TYPE
+from clinical.rules import Bundle, SafetyAction, SurveillanceAction, TherapyAction, UnitSpec
+from clinical.vocab import UnitKind
 from consult.bundle_retriever import BundleRetriever
 from consult.casefile.fields import FIELDS
-from knowledge.applicability import Truth
-from knowledge.bundle import (
-    Bundle,
-    SafetyAction,
-    SurveillanceAction,
-    TherapyAction,
-    UnitKind,
-    UnitSpec,
-)
-from knowledge.calculators import derive_all
-from knowledge.calculators.derive import CALCULATORS_BY_CANCER_TYPE
 from tests.fixtures.seed import SEED_DIR
 from tests.paths import PUBLIC_CASES, REPO, public_case_files
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from consult.engine import lexicon
+from clinical import lexicon
 from consult.engine.matching import REFERENCE_MODALITIES
 
 SEED = Path(__file__).resolve().parents[3] / "knowledge" / "seed"

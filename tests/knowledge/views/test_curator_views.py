@@ -11,9 +11,15 @@ import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from clinical.rules import SourceSpec
 from consult.services.dossiers import case_import
-from knowledge.bundle import SourceSpec
-from knowledge.models import GuidelineSource, KnowledgeUnit, UnitVersion, VersionStatus
+from knowledge.models import (
+    ApprovalRequest,
+    GuidelineSource,
+    KnowledgeUnit,
+    UnitVersion,
+    VersionStatus,
+)
 from knowledge.services import (
     FOUR_EYES,
     HOTFIX_NOT_SAFETY,
@@ -219,12 +225,21 @@ def test_curator_workflow_from_draft_to_retrieval_to_retirement(
     assert any("needs a reason" in m for m in _messages(response))
     version.refresh_from_db()
     assert version.status == VersionStatus.PUBLISHED
-    # and with a reason it is retired and no longer retrieved
-    client.post(retire, {"reason": "Superseded by the 2026 update"})
+    # and with a reason its retirement is asked for: still published, waiting for four eyes
+    response = client.post(retire, {"reason": "Superseded by the 2026 update"}, follow=True)
+    assert any("stays published until a second curator" in m for m in _messages(response))
+    version.refresh_from_db()
+    assert version.status == VersionStatus.PUBLISHED
+    request = ApprovalRequest.objects.get(kind="retire", version=version)
+    assert "Superseded by the 2026 update" in response.content.decode()
+    # when the first curator approves it, it is retired and no longer retrieved
+    client.force_login(curator)
+    client.post(reverse("knowledge:approval-decide", args=[request.pk, "approve"]))
     version.refresh_from_db()
     assert version.status == VersionStatus.RETIRED
     event = AuditEvent.objects.get(action="kb.version.retire")
     assert event.payload["reason"] == "Superseded by the 2026 update"
+    assert (event.actor_id, event.payload["requested_by"]) == (curator.pk, second_curator.pk)
     response = client.get(
         reverse("knowledge:diagnostics"), {"q": "liver resection", "mode": "keyword"}
     )

@@ -114,6 +114,7 @@ class World:
     report_id: int
     entry_id: int
     prompt_version_id: int
+    approval_id: int
 
 
 class _NoModel:
@@ -133,7 +134,7 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
     Flushed at the end, as a transactional test is."""
     from consult.services.consultations import consultation_run, consultation_start
     from knowledge.models import UnitVersion
-    from knowledge.services import bundle_import
+    from knowledge.services import bundle_import, version_retire_request
     from knowledge.tasks import versions_embed_task
     from mdtboard.accounts.services import team_get_or_create
     from tests.fixtures.consultations import submitted
@@ -169,6 +170,9 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
             assignment = study.assignments.get()
             report = _rendered_report(consultation, users["team-clinician"])
             entry, prompt_version = _memory_objects(consultation)
+            approval = version_retire_request(
+                actor=users["curator"], version=published, reason="Superseded in 2026"
+            )
         yield World(
             users=users,
             dossier=dossier,
@@ -183,6 +187,7 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
             report_id=report.pk,
             entry_id=entry.pk,
             prompt_version_id=prompt_version.pk,
+            approval_id=approval.pk,
         )
     finally:
         with django_db_blocker.unblock():
@@ -261,6 +266,8 @@ ARGUMENTS: dict[str, Callable[[World], dict[str, Any]]] = {
     "consult:consultation-cancel": lambda w: {"pk": w.consultation.pk},
     "consult:plan-detail": lambda w: {"pk": w.consultation.pk},
     "consult:plan-json": lambda w: {"pk": w.consultation.pk},
+    "consult:plan-careplan": lambda w: {"pk": w.consultation.pk},
+    "consult:dossier-export-fhir": lambda w: {"pk": w.dossier.pk},
     "review:plan-version": lambda w: {"pk": w.consultation.pk, "number": 1},
     "review:plan-version-json": lambda w: {"pk": w.consultation.pk, "number": 1},
     "review:case-record": lambda w: {"pk": w.consultation.pk},
@@ -281,6 +288,7 @@ ARGUMENTS: dict[str, Callable[[World], dict[str, Any]]] = {
     "knowledge:version-hotfix": lambda w: {"key": w.unit_key, "number": w.unit_number},
     "knowledge:version-retire": lambda w: {"key": w.unit_key, "number": w.unit_number},
     "knowledge:source-edit": lambda w: {"key": w.source_key},
+    "knowledge:approval-decide": lambda w: {"pk": w.approval_id, "decision": "approve"},
     "memory:entry": lambda w: {"pk": w.entry_id},
     "memory:entry-retire": lambda w: {"pk": w.entry_id},
     "memory:version-decide": lambda w: {

@@ -19,7 +19,7 @@ from consult.review import services
 from consult.review.models import PlanReport
 from consult.review.pdf import LocalOnlyFetcher, pdf_render
 from consult.review.presenters import GATE_STATUS, gate_title, humanise_key
-from consult.review.report import DISCLAIMER, report_html
+from consult.review.report import DISCLAIMER, plan_json_bytes, report_html
 from tests.fixtures.browser import SCREENSHOT_DIR
 from tests.fixtures.consultations import completed
 
@@ -176,9 +176,7 @@ def test_hostile_text_in_a_plan_is_printed_as_text_and_nothing_is_fetched(
     report = services.report_request(actor=clinician, consultation=consultation, paper="a4")
     html, plan = report_html(report=report)
     fetcher = LocalOnlyFetcher()
-    data = pdf_render(
-        html=html, attachment=services.plan_json_bytes(plan), title="t", fetcher=fetcher
-    )
+    data = pdf_render(html=html, attachment=plan_json_bytes(plan), title="t", fetcher=fetcher)
     # then the markup was escaped in the HTML and printed as text in the PDF
     assert HOSTILE_IMG not in html
     assert "&lt;img src=http://198.51.100.23/pixel.png&gt;" in html

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
+from clinical.vocab import STAGING_LABELS
 from consult.engine.guideline import relevant_staging
-from consult.engine.vocab import STAGING_LABELS
 from tests.fixtures.consultations import completed
 from tests.page_text import internal_names, page_text
 from tests.paths import PUBLIC_CASES

@@ -1,0 +1,205 @@
+"""Run the calculators relevant to a case and map them to the plan's staging block."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from clinical.calculators.allergies import allergies_unmapped, allergy_classes
+from clinical.calculators.breast import adjuvant_cdk46, breast_subtype
+from clinical.calculators.breast_genomics import (
+    esr1_mutation,
+    pi3k_pathway_altered,
+    pik3ca_mutation,
+)
+from clinical.calculators.breast_local import breast_surgery_done
+from clinical.calculators.dosing import (
+    bsa_m2,
+    capecitabine_renal_dose_pct,
+    carboplatin_gfr_basis,
+    carboplatin_gfr_ml_min,
+    docetaxel_hepatic_dose_pct,
+    doxorubicin_hepatic_dose_pct,
+    irinotecan_hepatic_dose_pct,
+    paclitaxel_hepatic_dose_pct,
+)
+from clinical.calculators.history import (
+    intolerant_of,
+    prior_regimens_with_history,
+    progressed_on,
+    treatment_line_with_history,
+)
+from clinical.calculators.liver import (
+    albi_grade,
+    albi_score,
+    bclc_stage,
+    child_pugh_class,
+    child_pugh_score,
+    liver_decompensated,
+)
+from clinical.calculators.lung import (
+    lung_cns_active_targeted,
+    lung_drivers,
+    lung_first_line_targeted,
+)
+from clinical.calculators.lymphoma import (
+    ann_arbor_stage,
+    cns_ipi,
+    flipi,
+    flipi_risk,
+    h_pylori_status,
+    hodgkin_stage_group,
+    ipi,
+    lymphoma_entity,
+)
+from clinical.calculators.medications import (
+    anticoagulants,
+    antiplatelets,
+    cyp2d6_inhibitors,
+    qt_prolonging_drugs,
+    strong_cyp3a4_inducers,
+    strong_cyp3a4_inhibitors,
+)
+from clinical.calculators.patient import (
+    early_relapse,
+    frailty,
+    months_to_relapse,
+    pregnancy_recorded,
+    pregnancy_trimester,
+)
+from clinical.calculators.renal import (
+    carboplatin_auc5_mg,
+    carboplatin_auc6_mg,
+    crcl_cockcroft_gault,
+    egfr_ckd_epi_2021,
+)
+from clinical.calculators.tnm import breast_tnm_stage, lung_tnm_stage
+from clinical.calculators.transplant import (
+    tumour_burden_score,
+    within_milan,
+    within_ucsf,
+    within_up_to_7,
+)
+from clinical.results import CalcResult, CalcValue, lookup
+from clinical.text.preferences import declines, fertility_declined, wants
+from clinical.text.textfacts import (
+    bone_metastases,
+    brain_metastases_symptomatic,
+    oligometastatic,
+    recorded_inoperable,
+    recorded_unresectable,
+    steroids_for_brain_metastases,
+)
+from clinical.vocab import STAGING_KEYS
+
+Calculator = Callable[[Mapping[str, Any]], CalcResult]
+
+# Kidney function matters for drug dosing in every cancer type.
+RENAL: Final[dict[str, Calculator]] = {
+    "egfr_ckd_epi_2021": egfr_ckd_epi_2021,
+    "crcl_cockcroft_gault": crcl_cockcroft_gault,
+}
+
+# Patient-level facts for every cancer type: dosing, interactions, preferences, history.
+PATIENT: Final[dict[str, Calculator]] = {
+    "carboplatin_auc5_mg": carboplatin_auc5_mg,
+    "carboplatin_auc6_mg": carboplatin_auc6_mg,
+    "carboplatin_gfr_ml_min": carboplatin_gfr_ml_min,
+    "carboplatin_gfr_basis": carboplatin_gfr_basis,
+    "bsa_m2": bsa_m2,
+    "capecitabine_renal_dose_pct": capecitabine_renal_dose_pct,
+    "doxorubicin_hepatic_dose_pct": doxorubicin_hepatic_dose_pct,
+    "paclitaxel_hepatic_dose_pct": paclitaxel_hepatic_dose_pct,
+    "irinotecan_hepatic_dose_pct": irinotecan_hepatic_dose_pct,
+    "docetaxel_hepatic_dose_pct": docetaxel_hepatic_dose_pct,
+    "liver_decompensated": liver_decompensated,
+    "frailty": frailty,
+    "declines": declines,
+    "wants": wants,
+    "fertility_declined": fertility_declined,
+    "bone_metastases": bone_metastases,
+    "brain_metastases_symptomatic": brain_metastases_symptomatic,
+    "steroids_for_brain_metastases": steroids_for_brain_metastases,
+    "strong_cyp3a4_inhibitors": strong_cyp3a4_inhibitors,
+    "strong_cyp3a4_inducers": strong_cyp3a4_inducers,
+    "qt_prolonging_drugs": qt_prolonging_drugs,
+    "anticoagulants": anticoagulants,
+    "antiplatelets": antiplatelets,
+    "cyp2d6_inhibitors": cyp2d6_inhibitors,
+    "months_to_relapse": months_to_relapse,
+    "prior_regimens": prior_regimens_with_history,
+    "early_relapse": early_relapse,
+    "line": treatment_line_with_history,
+    "pregnancy_trimester": pregnancy_trimester,
+    "pregnancy_recorded": pregnancy_recorded,
+    "progressed_on": progressed_on,
+    "intolerant_of": intolerant_of,
+    "allergy_classes": allergy_classes,
+    "allergies_unmapped": allergies_unmapped,
+}
+
+_COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}
+
+CALCULATORS_BY_CANCER_TYPE: Final[dict[str, dict[str, Calculator]]] = {
+    "hcc": {
+        "child_pugh_score": child_pugh_score,
+        "child_pugh_class": child_pugh_class,
+        "albi_score": albi_score,
+        "albi_grade": albi_grade,
+        "bclc": bclc_stage,
+        "within_milan": within_milan,
+        "within_up_to_7": within_up_to_7,
+        "within_ucsf": within_ucsf,
+        "tumour_burden_score": tumour_burden_score,
+    },
+    "lung_adenocarcinoma": {
+        "tnm_stage": lung_tnm_stage,
+        "lung_drivers": lung_drivers,
+        "lung_first_line_targeted": lung_first_line_targeted,
+        "lung_cns_active_targeted": lung_cns_active_targeted,
+        "recorded_inoperable": recorded_inoperable,
+        "recorded_unresectable": recorded_unresectable,
+        "oligometastatic": oligometastatic,
+    },
+    "breast": {
+        "tnm_stage": breast_tnm_stage,
+        "breast_subtype": breast_subtype,
+        "adjuvant_cdk46": adjuvant_cdk46,
+        "esr1_mutation": esr1_mutation,
+        "pik3ca_mutation": pik3ca_mutation,
+        "pi3k_pathway_altered": pi3k_pathway_altered,
+        "breast_surgery_done": breast_surgery_done,
+    },
+    "lymphoma": {
+        "ann_arbor_stage": ann_arbor_stage,
+        "ipi": ipi,
+        "cns_ipi": cns_ipi,
+        "flipi": flipi,
+        "flipi_risk": flipi_risk,
+        "lymphoma_entity": lymphoma_entity,
+        "hodgkin_stage_group": hodgkin_stage_group,
+        "h_pylori": h_pylori_status,
+    },
+}
+
+
+def derive_all(case: Mapping[str, Any]) -> dict[str, CalcResult]:
+    """Results keyed by calculator name: the cancer-type-specific ones plus the common ones
+    (kidney function and the patient-level facts in PATIENT).
+
+    An unknown or missing cancer_type runs only the common calculators.
+    """
+    cancer_type = lookup(case, "cancer_type")
+    specific = (
+        CALCULATORS_BY_CANCER_TYPE.get(cancer_type, {}) if isinstance(cancer_type, str) else {}
+    )
+    return {name: calc(case) for name, calc in {**specific, **_COMMON}.items()}
+
+
+def staging_summary(results: Mapping[str, CalcResult]) -> dict[str, CalcValue]:
+    """The plan's staging block: every key present, None where not derived."""
+    summary: dict[str, CalcValue] = {}
+    for key in STAGING_KEYS:
+        value = results[key].value if key in results else None
+        summary[key] = None if isinstance(value, list) else value
+    return summary
