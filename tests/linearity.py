@@ -3,13 +3,13 @@
 A fixed time limit fails on a loaded two-core machine (or passes a quadratic parser on a fast
 one). Instead: the CPU time of this thread at ``large`` bytes against ``small`` bytes. With
 ``large = 4 * small`` a linear parser costs about 4 times as much, a quadratic one 16 times;
-the bound of 8 sits between them. The readers of free text (below) go from 10 KB to 100 KB: about
-10 times the cost when linear, 100 when quadratic, bound 30. CPU time of this thread is not
-inflated by other processes,
-the minimum of a few runs drops the odd interrupt or collection, and a measurement over the
-bound is retried a couple of times: a quadratic parser exceeds it every time, a linear one
-practically never twice. The figure in seconds at 1 MiB is `make bench`'s
-(benchmarks/parsers.py); the worst text reader's ratio is too (benchmarks/textreaders.py).
+the bound of 8 sits between them. The readers of free text (below) go from 10 KB to 100 KB:
+about 10 times the cost when linear, 100 when quadratic, bound 30. CPU time of this thread is
+not inflated by other processes, the least of a few runs drops the odd interrupt or
+collection, and a measurement over the bound is retried a couple of times: a quadratic parser
+exceeds it every time, a linear one practically never twice. The figure in seconds at 1 MiB
+is `make bench`'s (benchmarks/parsers.py); the worst text reader's ratio is too
+(benchmarks/textreaders.py).
 
 Why CPU time and not a count of operations: the cost that goes quadratic is inside the
 pattern engine, in C, where Python's tracing sees one call however much it scans. CPU time of
