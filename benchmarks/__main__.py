@@ -36,7 +36,10 @@ if not os.environ.get("DATABASE_URL"):
     repo = Path(__file__).resolve().parent.parent
     embedded.drop_database(Path(os.environ.get("MDTBOARD_VAR_DIR", repo / "var")), DATABASE)
 
+from benchmarks.common import repository_tests_package  # noqa: E402
 from mdtboard.bootstrap import embedded_servers  # noqa: E402
+
+repository_tests_package()
 
 embedded_servers()
 

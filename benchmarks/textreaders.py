@@ -11,25 +11,15 @@ each of the four long free-text fields, are timed through the code those pages r
 from __future__ import annotations
 
 import json
-import sys
 import time
-import types
 from datetime import date
 from typing import Any
 
-from benchmarks.common import REPO, emit
+from benchmarks.common import REPO, emit, repository_tests_package
 
 # The probe's shapes: a cue repeated ("resistant to "), and 10 K strings of one token.
 PROBE_TOKENS = ("resistant to ", "1", "BRCA", "é", "22/", "-")
 FIELD_BYTES = 8_000
-
-
-def _tests_package() -> None:
-    """Import this repository's tests/ helpers: tests/ has no __init__.py, and outside pytest
-    another installed package called "tests" would be found first."""
-    package = types.ModuleType("tests")
-    package.__path__ = [str(REPO / "tests")]
-    sys.modules["tests"] = package
 
 
 def probe_case(token: str) -> dict[str, Any]:
@@ -52,7 +42,7 @@ def _cpu(fn: Any) -> float:
 
 
 def run() -> None:
-    _tests_package()
+    repository_tests_package()
     from clinical.calculators import derive_all
     from consult.casefile.validate import parse_case_bytes
     from consult.presenters import case_sections
