@@ -22,12 +22,14 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: requirements.txt | $(PY)
+$(VENV)/.installed: requirements.txt requirements-nodeps.txt | $(PY)
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	@touch $@
 
-$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(PY)
+$(VENV)/.installed-dev: requirements.txt requirements-nodeps.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	@touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed

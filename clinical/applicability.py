@@ -13,6 +13,7 @@ from clinical.calculators import derive_all
 from clinical.rules import Condition, Context
 from clinical.text.clinicaltext import complete_from_text, likely_missing
 from clinical.text.negation import affirms
+from clinical.text.notes import complete_from_notes
 
 Truth = bool | None
 
@@ -26,7 +27,14 @@ def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
     were filled: "derived.from_text" lists those facts with their words, and
     "derived.text_disagreements" the fields the text contradicts (the structured value kept);
     "derived.likely_missing" the critical facts still empty that other facts make likely."""
-    case, from_text, disagreements = complete_from_text(case)
+    # The medspaCy reader (clinical/text/reader.py) first: pharmacogenomics, endoscopy,
+    # bleeding, immune toxicity, lung disease, serology, drivers, transplant, autoimmunity,
+    # pregnancy, LVEF, QTc. The older rule-based reader then adds what it alone reads (the
+    # immunosuppression from the medication list, the heart rate, an explicit "no transplant").
+    case, from_notes, notes_disagreements, read = complete_from_notes(case)
+    case, from_text, disagreements = complete_from_text(
+        case, skip=frozenset(f["fact"] for f in (*from_notes, *notes_disagreements))
+    )
     facts: dict[str, Any] = {}
     for key, value in case.items():
         if isinstance(value, Mapping):
@@ -36,8 +44,12 @@ def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
             facts[key] = value
     for name, result in derive_all(case).items():
         facts[f"derived.{name}"] = result.value
-    facts["derived.from_text"] = from_text
-    facts["derived.text_disagreements"] = disagreements
+    # Facts the case format has no field for (a prior pneumonitis, an anticoagulant, the
+    # immune-related adverse events and bleeding events as lists) go to the rules as read.
+    for name, value in read.items():
+        facts.setdefault(name, value)
+    facts["derived.from_text"] = from_notes + from_text
+    facts["derived.text_disagreements"] = notes_disagreements + disagreements
     facts["derived.likely_missing"] = likely_missing(case)
     return facts
 

@@ -599,11 +599,12 @@ def _agrees(path: str, structured: Any, read: Any) -> bool:
 
 
 def complete_from_text(
-    case: Mapping[str, Any],
+    case: Mapping[str, Any], *, skip: frozenset[str] = frozenset()
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """The case with its empty critical fields filled from the text; the facts filled so
     (each with its phrase); and the disagreements between a structured field and the text
-    (the structured value kept)."""
+    (the structured value kept). ``skip``: fields the medspaCy reader (clinical/text/reader.py)
+    already filled or compared, left to it."""
     completed = copy.deepcopy(dict(case))
     filled: list[dict[str, Any]] = []
     conflicts: list[dict[str, Any]] = []
@@ -617,6 +618,8 @@ def complete_from_text(
     elif activity == "none" and disease is None:
         _set(completed, "organ_function.autoimmune_disease", "none")
     for fact in read_text_facts(case):
+        if fact.path in skip:
+            continue
         structured = lookup(case, fact.path)
         if structured is None or structured == "":
             _set(completed, fact.path, fact.value)

@@ -354,6 +354,56 @@ FIELDS: tuple[Field, ...] = (
         max_length=_TEXT,
         help="Goals of care, fertility wishes, refusals.",
     ),
+    # A prior immune-related adverse event (issue 21 item 4): the worst one, as the clinician
+    # records it. The text reader fills it from the notes when it is empty.
+    Field(
+        "patient.prior_irae_organ",
+        "patient",
+        "Prior immune-related adverse event: organ",
+        FieldType.ENUM,
+        choices=(
+            ("none", "none"),
+            ("lung", "lung (pneumonitis)"),
+            ("colon", "bowel (colitis)"),
+            ("liver", "liver (hepatitis)"),
+            ("kidney", "kidney (nephritis)"),
+            ("heart", "heart (myocarditis)"),
+            ("pituitary", "pituitary (hypophysitis)"),
+            ("thyroid", "thyroid"),
+            ("pancreas", "pancreas / diabetes"),
+            ("skin", "skin (severe cutaneous reaction)"),
+            ("muscle", "muscle (myositis)"),
+            ("nervous_system", "nervous system"),
+            ("other", "other"),
+        ),
+        help="The worst immune-related adverse event on a checkpoint inhibitor; none if "
+        "immunotherapy was given without one.",
+    ),
+    Field(
+        "patient.prior_irae_grade",
+        "patient",
+        "Prior immune-related adverse event: CTCAE grade",
+        FieldType.INT,
+        minimum=1,
+        maximum=5,
+        help="CTCAE v5 grade 1-5. Grade 3 or more usually rules out a rechallenge "
+        "(ESMO 2022 immunotherapy toxicity guideline).",
+    ),
+    Field(
+        "patient.prior_irae_agent",
+        "patient",
+        "Prior immune-related adverse event: agent",
+        FieldType.STR,
+        max_length=_SHORT,
+        help="E.g. ipilimumab + nivolumab.",
+    ),
+    Field(
+        "patient.prior_irae_date",
+        "patient",
+        "Prior immune-related adverse event: date",
+        FieldType.DATE,
+        unit="yyyy-mm-dd",
+    ),
     # diagnosis
     Field("diagnosis.histology", "diagnosis", "Histology", FieldType.STR, max_length=_SHORT),
     Field(
@@ -758,6 +808,43 @@ FIELDS: tuple[Field, ...] = (
         applies_to=LYMPHOMA,
         help="The reporting laboratory's upper limit of normal.",
     ),
+    # Pharmacogenomics (issue 21 item 4).
+    Field(
+        "biomarkers.dpd_status",
+        "biomarkers",
+        "DPD status (DPYD)",
+        FieldType.ENUM,
+        choices=(
+            ("normal", "normal (activity score 2)"),
+            ("partial_deficiency", "partial deficiency (activity score 1-1.5)"),
+            ("complete_deficiency", "complete deficiency (activity score 0-0.5)"),
+        ),
+        help="Before a fluoropyrimidine (capecitabine, 5-FU): CPIC 2017 DPYD guideline; "
+        "EMA 2020 recommends testing before treatment.",
+    ),
+    Field(
+        "biomarkers.dpd_test",
+        "biomarkers",
+        "DPD test",
+        FieldType.ENUM,
+        choices=(
+            ("genotype", "DPYD genotype"),
+            ("phenotype", "phenotype (plasma uracil)"),
+            ("genotype_and_phenotype", "genotype and phenotype"),
+        ),
+    ),
+    Field(
+        "biomarkers.ugt1a1_status",
+        "biomarkers",
+        "UGT1A1 genotype",
+        FieldType.ENUM,
+        choices=(
+            ("normal", "normal metaboliser (*1/*1)"),
+            ("intermediate", "intermediate metaboliser (*1/*28, *1/*6)"),
+            ("poor", "poor metaboliser (*28/*28, *6/*6, *6/*28)"),
+        ),
+        help="Before irinotecan or sacituzumab govitecan (SmPC 4.2/4.4).",
+    ),
     # labs
     Field(
         "labs.bilirubin_mg_dl",
@@ -879,6 +966,62 @@ FIELDS: tuple[Field, ...] = (
         warn_below=5,
         warn_above=90,
         help="Left-ventricular ejection fraction (echocardiography or MUGA).",
+    ),
+    # Endoscopy and bleeding (issue 21 item 4): what bevacizumab and other anti-VEGF drugs need.
+    Field(
+        "organ_function.endoscopy_date",
+        "organ_function",
+        "Endoscopy: date",
+        FieldType.DATE,
+        unit="yyyy-mm-dd",
+        help="The last upper endoscopy (OGD).",
+    ),
+    Field(
+        "organ_function.endoscopy_varices_size",
+        "organ_function",
+        "Endoscopy: varices",
+        FieldType.ENUM,
+        choices=(
+            ("none", "none"),
+            ("small", "small (F1)"),
+            ("large", "large (F2-F3)"),
+        ),
+    ),
+    Field(
+        "organ_function.endoscopy_red_signs",
+        "organ_function",
+        "Endoscopy: red signs",
+        FieldType.BOOL,
+        help="Red wale marks or cherry-red spots (high-risk varices, Baveno VII).",
+    ),
+    Field(
+        "organ_function.endoscopy_varices_treated",
+        "organ_function",
+        "Endoscopy: varices treated",
+        FieldType.BOOL,
+        help="Band ligation to eradication.",
+    ),
+    Field(
+        "organ_function.recent_bleeding_site",
+        "organ_function",
+        "Last significant bleeding: site",
+        FieldType.ENUM,
+        choices=(
+            ("none", "none"),
+            ("variceal", "variceal"),
+            ("gastrointestinal", "other gastrointestinal"),
+            ("pulmonary", "haemoptysis"),
+            ("intracranial", "intracranial"),
+            ("tumour", "tumour bleeding"),
+            ("other", "other"),
+        ),
+    ),
+    Field(
+        "organ_function.recent_bleeding_date",
+        "organ_function",
+        "Last significant bleeding: date",
+        FieldType.DATE,
+        unit="yyyy-mm-dd",
     ),
     Field(
         "organ_function.interstitial_lung_disease",

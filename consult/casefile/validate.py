@@ -896,6 +896,11 @@ _EARLIEST = date(1900, 1, 1)
 
 
 def _check_dates(data: dict[str, Any], issues: _Issues, today: date) -> None:
+    for field in _TOP_LEVEL_DATES:
+        section = data.get(field.parent or "")
+        value = section.get(field.key) if isinstance(section, Mapping) else None
+        if isinstance(value, str):
+            _plausible_date(value, field, (field.parent or "", field.key), issues, today)
     for index, entry in _prior_entries(data):
         dates = {key: _checked_date(entry, index, key, issues, today) for key in _PRIOR_DATES}
         start, end = dates["start_date"], dates["end_date"]
@@ -908,17 +913,15 @@ def _check_dates(data: dict[str, Any], issues: _Issues, today: date) -> None:
 
 
 _PRIOR_DATES = ("start_date", "end_date")
+# Dates of the case's own fields (an endoscopy, a bleed, an immune-related adverse event).
+_TOP_LEVEL_DATES = tuple(f for f in FIELDS if f.type is FieldType.DATE and "[]" not in f.path)
 
 
-def _checked_date(
-    entry: Mapping[str, Any], index: int, key: str, issues: _Issues, today: date
+def _plausible_date(
+    value: str, field: Field, parts: JsonPath, issues: _Issues, today: date
 ) -> date | None:
-    """The entry's date at ``key`` if it is a valid, plausible date; else None (reported)."""
-    field = _PRIOR_BY_KEY[key]
-    value = entry.get(key)
-    if not isinstance(value, str):
-        return None
-    parts: JsonPath = ("diagnosis", "prior_therapies", index, key)
+    """``value`` as a date if it is written as one, real, not in the future and not before
+    1900; else None, with the reason reported."""
     if not _DATE_SHAPE.fullmatch(value):
         issues.error(
             parts,
@@ -941,6 +944,18 @@ def _checked_date(
         issues.error(parts, f"{field.name} {value} is implausibly early (before 1900).")
         return None
     return when
+
+
+def _checked_date(
+    entry: Mapping[str, Any], index: int, key: str, issues: _Issues, today: date
+) -> date | None:
+    """The entry's date at ``key`` if it is a valid, plausible date; else None (reported)."""
+    field = _PRIOR_BY_KEY[key]
+    value = entry.get(key)
+    if not isinstance(value, str):
+        return None
+    parts: JsonPath = ("diagnosis", "prior_therapies", index, key)
+    return _plausible_date(value, field, parts, issues, today)
 
 
 def _check_prior_lines(data: dict[str, Any], issues: _Issues) -> None:

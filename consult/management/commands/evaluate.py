@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from clinical.text.evaluation import evaluate, load_examples, report
 from consult.evaluation import concordance_failures
 from consult.models import ConsultationStatus
 from consult.services.batch import case_run
@@ -17,6 +18,7 @@ from consult.services.dossiers import DossierError
 
 PUBLIC_CASES = Path(settings.BASE_DIR).parent / "shared" / "cases" / "public"
 OWN_CASES = Path(settings.BASE_DIR) / "tests" / "cases"
+TEXT_SETS = Path(settings.BASE_DIR) / "tests" / "clinical" / "data"
 
 
 class Command(BaseCommand):
@@ -47,8 +49,21 @@ class Command(BaseCommand):
         good = sum(t[1] for t in totals)
         count = sum(t[2] for t in totals)
         self.stdout.write(f"{'total':<10} {good:>3}/{count:<3} concordant ({options['engine']})")
+        self._text_reader()
         if good != count:
             raise CommandError("not every case is concordant")
+
+    def _text_reader(self) -> None:
+        """Precision and recall of the clinical text reader per fact family, on the annotated
+        sentences it was built with and on the held-out ones it was never tuned on."""
+        for name, label in (
+            ("annotated_sentences.yaml", "annotated set"),
+            ("heldout_sentences.yaml", "held-out set"),
+        ):
+            examples = load_examples(TEXT_SETS / name)
+            self.stdout.write(f"\nClinical text reader, {label} ({len(examples)} sentences)")
+            for line in report(evaluate(examples)):
+                self.stdout.write(line)
 
     def _case(self, path: Path, engine: str) -> bool:
         raw = path.read_bytes()

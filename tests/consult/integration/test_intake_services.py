@@ -66,6 +66,20 @@ ADDED_FIELDS = {
     "intent",
     "start_date",
     "toxicity",
+    # 2026-11-27 (issue 21): the facts safety gates need
+    "dpd_status",
+    "dpd_test",
+    "ugt1a1_status",
+    "prior_irae_organ",
+    "prior_irae_grade",
+    "prior_irae_agent",
+    "prior_irae_date",
+    "endoscopy_date",
+    "endoscopy_varices_size",
+    "endoscopy_red_signs",
+    "endoscopy_varices_treated",
+    "recent_bleeding_site",
+    "recent_bleeding_date",
 }
 
 

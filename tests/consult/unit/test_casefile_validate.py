@@ -60,6 +60,20 @@ ADDITIVE_FIELDS: frozenset[str] = frozenset(
         "organ_function.immunosuppression",
         "organ_function.qtc_ms",
         "organ_function.heart_rate_bpm",
+        # 2026-11-27 (issue 21): the facts safety gates need
+        "biomarkers.dpd_status",
+        "biomarkers.dpd_test",
+        "biomarkers.ugt1a1_status",
+        "patient.prior_irae_organ",
+        "patient.prior_irae_grade",
+        "patient.prior_irae_agent",
+        "patient.prior_irae_date",
+        "organ_function.endoscopy_date",
+        "organ_function.endoscopy_varices_size",
+        "organ_function.endoscopy_red_signs",
+        "organ_function.endoscopy_varices_treated",
+        "organ_function.recent_bleeding_site",
+        "organ_function.recent_bleeding_date",
     }
 )
 # Additive keys of one prior therapy: why the line ended (2026-11-24); what kind of treatment it

@@ -34,14 +34,27 @@ def lung_case_with_new_fields() -> dict[str, Any]:
         g8_score=12,
         height_cm=162,
         gestational_age_weeks=None,
+        prior_irae_organ="colon",
+        prior_irae_grade=3,
+        prior_irae_agent="ipilimumab + nivolumab",
+        prior_irae_date="2025-03-10",
     )
     data["labs"]["hiv"] = "positive"
+    data["biomarkers"].update(
+        dpd_status="partial_deficiency", dpd_test="genotype", ugt1a1_status=None
+    )
     data["organ_function"].update(
         autoimmune_disease="psoriasis, topical treatment only",
         autoimmune_activity="inactive",
         immunosuppression="high_dose_steroids",
         qtc_ms=472,
         heart_rate_bpm=88,
+        endoscopy_date=None,
+        endoscopy_varices_size=None,
+        endoscopy_red_signs=None,
+        endoscopy_varices_treated=None,
+        recent_bleeding_site="pulmonary",
+        recent_bleeding_date="2026-01-05",
     )
     return data
 
@@ -79,6 +92,13 @@ def test_imported_new_fields_show_on_the_dossier_and_reach_the_snapshot(
     assert "Heart rate (beats/min)" in organ
     assert "88 beats/min" in organ
     assert "inactive or stable" in organ
+    # the facts safety gates need (issue 21): shown with their clinical words
+    assert "Prior immune-related adverse event: organ" in patient
+    assert "bowel (colitis)" in patient
+    assert "DPD status (DPYD)" in _section(page, "biomarkers")
+    assert "partial deficiency (activity score 1-1.5)" in _section(page, "biomarkers")
+    assert "Last significant bleeding: site" in organ
+    assert "haemoptysis" in organ
     assert "corticosteroids of 10 mg/day prednisone equivalent or more" in organ
     # when the dossier is submitted, the frozen snapshot carries the values
     client.post(reverse("consult:dossier-submit", args=[dossier.pk]))
