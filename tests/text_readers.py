@@ -110,6 +110,13 @@ def negation(text: str) -> object:
     return term_occurrences(text, "ascites"), term_occurrences(text, "1")
 
 
+def notes_reader(text: str) -> object:
+    """The medspaCy reader of clinical notes (clinical/text/reader.py)."""
+    from clinical.text.reader import read_facts
+
+    return read_facts(text, source="notes", as_of=date(2026, 6, 1))
+
+
 def lymphoma_text(text: str) -> object:
     from clinical.calculators.lymphoma import classify_lymphoma, esr_from_notes, parse_ann_arbor
 
@@ -234,6 +241,7 @@ TEXT_READERS: list[Callable[[str], object]] = [
     facts_from_text,
     preferences,
     negation,
+    notes_reader,
     lymphoma_text,
     drug_lexicon,
     plan_hygiene,
