@@ -22,7 +22,9 @@ from tests.linearity import (
 )
 from tests.text_readers import TEXT_READERS, hostile_case
 
-pytestmark = pytest.mark.slow
+# Slow: about five minutes on a quiet two-core machine, far longer on a busy one, where one
+# consultation at 100 KB with its retries may take longer than the suite's 300 s per test.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 READERS = {reader.__name__: reader for reader in TEXT_READERS}
 
