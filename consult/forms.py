@@ -5,6 +5,7 @@ checks and the same messages."""
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from django import forms
@@ -199,6 +200,8 @@ class DossierFilterForm(forms.Form):
 
 
 class ConsultationForm(forms.Form):
+    # Drawn with the page: the same form sent twice (or twenty times) starts one consultation.
+    key = forms.UUIDField(widget=forms.HiddenInput, required=False)
     engine = forms.ChoiceField(choices=EngineChoice.choices, initial=EngineChoice.GUIDELINE)
     max_rounds = forms.IntegerField(
         label="Rounds at most",
@@ -209,6 +212,7 @@ class ConsultationForm(forms.Form):
     )
 
     def __init__(self, *args: Any, llm_available: bool, **kwargs: Any) -> None:
+        kwargs.setdefault("initial", {}).setdefault("key", uuid.uuid4())
         super().__init__(*args, **kwargs)
         if not llm_available:
             engine = self.fields["engine"]

@@ -17,16 +17,19 @@ from consult.engine.aio import run_coroutine
 from consult.engine.prompting import load
 from consult.engine.protocols import PastCase
 from consult.rating.models import Rating
-from consult.review.models import ClinicianReview, Decision
+from consult.rating.vetting import study_vetting
+from consult.review.models import ClinicianReview, Decision, PlanReview
 from consult.review.selectors import plan_versions
 from knowledge.embeddings import EmbeddingError
 from knowledge.memory.evolution import evolution_propose
 from knowledge.memory.models import EntrySource
-from knowledge.memory.selectors import experience_similar
+from knowledge.memory.selectors import experience_learnt_from, experience_similar
 from knowledge.memory.services import (
     EntryDraft,
     experience_helped_mark,
     experience_record,
+    experience_revet,
+    experience_unvet,
 )
 
 logger = logging.getLogger(__name__)
@@ -39,6 +42,36 @@ SAFETY_WORDS = re.compile(
     r"comorbid\w*|organ function|child[- ]pugh|lvef|egfr|creatinine)\b",
     re.IGNORECASE,
 )
+# A rejection for a reason of record-keeping rather than medicine: nothing to learn from it.
+ADMINISTRATIVE_WORDS = re.compile(
+    r"\b(duplicate\w*|wrong (?:patient|case|dossier|file)|entered in error|in error|test(?:ing)?|"
+    r"demo|withdrawn|cancel\w*|transferred|another (?:team|hospital)|not for (?:this )?"
+    r"(?:mdt|meeting|board)|administrative)\b",
+    re.IGNORECASE,
+)
+CLINICAL_WORDS = re.compile(
+    r"\b(stage|staging|tumou?r|lesion|metasta\w*|resect\w*|surgery|therap\w*|treat\w*|"
+    r"dose|drug|regimen|chemo\w*|radio\w*|ablation|transplant\w*|prefer\w*|declin\w*|"
+    r"performance|ecog|frail\w*|guideline|evidence|indicat\w*|progress\w*|response)\b",
+    re.IGNORECASE,
+)
+
+
+def administrative_reason(reason: str, kind: str = "") -> bool:
+    """Whether a rejection's reason is administrative: said so on the form, or (recorded
+    before the form asked) worded only as record-keeping, with no clinical word."""
+    if kind:
+        return kind == "administrative"
+    return bool(ADMINISTRATIVE_WORDS.search(reason or "")) and not (
+        CLINICAL_WORDS.search(reason or "") or SAFETY_WORDS.search(reason or "")
+    )
+
+
+def _sentence(text: str) -> str:
+    """A piece of free text as the end of a sentence: trimmed, without its own end stop."""
+    return " ".join(str(text or "").split()).rstrip(" .;:,")
+
+
 # Never part of a summary: the pseudonym and free text that may carry identifying detail.
 _SKIP = {"pseudonym", "description", "site", "expected", "format", "case_id", "question"}
 _SECTIONS = ("patient", "diagnosis", "index_lesion", "staging", "biomarkers", "labs")
@@ -163,6 +196,8 @@ def correction_signals(
         "removed_items": [d for d in before if d not in after][:6],
         "added_items": [d for d in after if d not in before][:6],
         "safety": bool(SAFETY_WORDS.search(reason or "")),
+        # The reason as given, for the administrator's page (never recalled for a case).
+        "reason": _sentence(reason)[:300],
     }
 
 
@@ -170,11 +205,13 @@ def template_reflection(
     *, board: Mapping[str, Any], correct_text: str, reason: str, signals: Mapping[str, Any]
 ) -> dict[str, str]:
     """The four ChainKB fields, written from the review without an LLM."""
-    removed = "; ".join(signals.get("removed_items") or []) or "nothing"
-    added = "; ".join(signals.get("added_items") or []) or "nothing"
-    verb = {"amend": "amended", "reject": "rejected", "rating": "rated poorly"}.get(
-        str(signals.get("decision")), "corrected"
-    )
+    removed = "; ".join(_sentence(i) for i in signals.get("removed_items") or []) or "nothing"
+    added = "; ".join(_sentence(i) for i in signals.get("added_items") or []) or "nothing"
+    what = {
+        "amend": "The team amended the board's plan",
+        "reject": "The team rejected the board's plan",
+        "rating": "A rater scored the board's plan poorly",
+    }.get(str(signals.get("decision")), "The board's plan was corrected")
     lesson = (
         "Check the patient facts behind this reason before proposing the same pathway in a "
         "similar case."
@@ -189,8 +226,8 @@ def template_reflection(
         "analysis": _analysis(board),
         "final_conclusion": str((board.get("recommendation") or {}).get("summary") or ""),
         "error_reflection": (
-            f"The team {verb} the board's plan. Reason: {reason or 'not given'}. Taken out of "
-            f"the pathway: {removed}. Put in: {added}. {lesson}"
+            f"{what}. Reason: {_sentence(reason) or 'not given'}. Taken out of the pathway: "
+            f"{removed}. Put in: {added}. {lesson}"
         ),
     }
 
@@ -290,6 +327,13 @@ def experience_from_review(*, review_id: int) -> int | None:
         "consultation__snapshot", "consultation__dossier"
     ).get(pk=review_id)
     consultation = review.consultation
+    progress = PlanReview.objects.filter(consultation=consultation).first()
+    if progress is not None and progress.cycle != review.cycle:
+        return None  # reopened before the worker got to it: the decision no longer stands
+    if review.decision == Decision.REJECT and administrative_reason(
+        review.reason, review.reason_kind
+    ):
+        return None  # a rejection for a reason of record-keeping teaches nothing
     case = consultation.snapshot.data
     versions = {v.number: v for v in plan_versions(consultation=consultation)}
     decided = versions.get(review.plan_number)
@@ -298,6 +342,8 @@ def experience_from_review(*, review_id: int) -> int | None:
     common: dict[str, Any] = {
         "source_ref": f"review:{review.pk}",
         "consultation_ref": consultation.pk,
+        "case_ref": consultation.dossier_id,
+        "judged_by_ref": review.reviewer_id,
         "cancer_type": str(case.get("cancer_type") or "other"),
         "case_summary": case_text(case),
         "question": str(case.get("question") or ""),
@@ -348,10 +394,39 @@ POOR_MEAN = 2.5
 POOR_SAFETY = 2  # or a safety score this low, whatever the rest
 
 
+def experience_forget_review(*, review_id: int) -> int:
+    """A decision the team reopened teaches nothing any more: what was learnt from it is
+    retired for good: the decision that follows the reopening teaches instead."""
+    return experience_unvet(
+        source_ref=f"review:{review_id}", reason="the team reopened this decision"
+    )
+
+
 def experience_from_rating(*, rating_id: int) -> int | None:
-    """A rater scored the board's plan: well (mean >= 4) -> CorrectKB; poorly (mean <= 2.5,
-    or safety <= 2) -> ChainKB, the human MDT plan it was compared with as the correct one.
-    In between it teaches nothing. Returns the entry's id."""
+    """A rating was submitted or cleared: vet the ratings of its study again and learn from
+    those that pass (consult/rating/vetting.py), withdraw what was learnt from those that no
+    longer do. Returns the entry of this rating, if it teaches one now."""
+    study = Rating.objects.select_related("assignment__study").get(pk=rating_id).assignment.study
+    entry_id = None
+    for vetting in study_vetting(study=study).values():
+        source_ref = f"rating:{vetting.rating_id}"
+        if not vetting.vetted:
+            experience_unvet(source_ref=source_ref, reason=vetting.reason)
+            continue
+        experience_revet(source_ref=source_ref)
+        made = _experience_from_vetted_rating(rating_id=vetting.rating_id)
+        if vetting.rating_id == rating_id:
+            entry_id = made
+    return entry_id
+
+
+def _experience_from_vetted_rating(*, rating_id: int) -> int | None:
+    """A vetted rating of the board's plan: well (mean >= 4) -> CorrectKB; poorly (mean <=
+    2.5, or safety <= 2) -> ChainKB, the human MDT plan it was compared with as the correct
+    one. In between it teaches nothing. Returns the entry's id."""
+    learnt = experience_learnt_from(source_ref=f"rating:{rating_id}")
+    if learnt is not None:
+        return learnt.pk  # already learnt (a reflection by the LLM is not written twice)
     rating = Rating.objects.select_related(
         "assignment__packet__consultation__snapshot",
         "assignment__packet__plan",
@@ -370,14 +445,16 @@ def experience_from_rating(*, rating_id: int) -> int | None:
     common: dict[str, Any] = {
         "source_ref": f"rating:{rating.pk}",
         "consultation_ref": packet.consultation_id,
+        "case_ref": packet.consultation.dossier_id,
+        "judged_by_ref": rating.assignment.rater_id,
         "cancer_type": str(case.get("cancer_type") or "other"),
         "case_summary": case_text(case),
         "question": str(case.get("question") or ""),
     }
     if mean <= POOR_MEAN or safety <= POOR_SAFETY:
         comparator = packet.comparator.payload
-        reason = f"rated {mean:.1f}/5 on average (safety {safety}/5)" + (
-            f"; rater's comment: {rating.comment}" if rating.comment else ""
+        reason = f"rated {mean:.1f} of 5 on average, safety {safety} of 5" + (
+            f"; the rater commented: {_sentence(rating.comment)}" if rating.comment else ""
         )
         signals = correction_signals(board, comparator, reason, "rating")
         fields, written_by = chain_fields(

@@ -152,6 +152,9 @@ class Consultation(models.Model):
     tokens_completion = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=10, decimal_places=4, default=0)
     error = models.CharField(max_length=500, blank=True)
+    # The "Start consultation" form that asked for it: one form, one consultation, however
+    # often it is sent (each run of an LLM costs tokens).
+    idempotency_key = models.UUIDField(null=True, blank=True, unique=True)
 
     class Meta:
         ordering = ["-created_at"]

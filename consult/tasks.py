@@ -9,6 +9,7 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_ready
 
+from consult.learning import experience_forget_review as forget_service
 from consult.learning import experience_from_rating as rating_service
 from consult.learning import experience_from_review as review_service
 from consult.services.consultations import consultation_run as run_service
@@ -37,9 +38,15 @@ def experience_from_review(review_id: int) -> int | None:
     return review_service(review_id=review_id)
 
 
+@shared_task(name="consult.experience_forget_review", acks_late=True, soft_time_limit=120)
+def experience_forget_review(review_id: int) -> int:
+    """A reopened decision teaches nothing any more: retire what was learnt from it."""
+    return forget_service(review_id=review_id)
+
+
 @shared_task(name="consult.experience_from_rating", acks_late=True, soft_time_limit=300)
 def experience_from_rating(rating_id: int) -> int | None:
-    """The CorrectKB or ChainKB entry a rating teaches, if any (idempotent)."""
+    """Vet the study's ratings again and learn from those that pass (idempotent)."""
     return rating_service(rating_id=rating_id)
 
 

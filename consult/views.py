@@ -33,8 +33,9 @@ from consult.forms import (
 from consult.journal.board import STATUS_LINE_KINDS
 from consult.journal.selectors import consultation_board_get
 from consult.labels import fact_label
+from consult.models import DossierStatus
 from consult.presenters import case_sections
-from consult.review.selectors import dossier_worklist
+from consult.review.selectors import dossier_signed_records, dossier_worklist
 from consult.services.consultations import (
     ConsultationError,
     consultation_cancel,
@@ -161,6 +162,7 @@ def dossier_detail(request: AuthedRequest, pk: int) -> HttpResponse:
         "warnings": dossier_warnings(dossier),
         "snapshots": dossier.snapshots.all(),
         "consultations": selectors.consultations_for_dossier(dossier=dossier),
+        "signed": dossier_signed_records(dossier=dossier),
         "consultation_form": ConsultationForm(llm_available=llm_available()),
         "section_labels": SECTION_LABELS,
         "fhir_import": selectors.dossier_fhir_import(dossier=dossier),
@@ -235,8 +237,9 @@ def dossier_edit(request: AuthedRequest, pk: int, section: str) -> HttpResponse:
         raise Http404("No such section")
     if request.method == "POST":
         data = section_values(dossier.data, section, dossier.cancer_type, request.POST)
+        was_submitted = dossier.status == DossierStatus.SUBMITTED
         try:
-            dossier_update(
+            updated = dossier_update(
                 actor=request.user, dossier=dossier, data=data, base=request.POST.get("base")
             )
         except DossierError as exc:
@@ -244,6 +247,16 @@ def dossier_edit(request: AuthedRequest, pk: int, section: str) -> HttpResponse:
             context = _edit_context(dossier, section, data, errors, general, request.POST)
             return render(request, "consult/dossier_edit.html", context, status=422)
         messages.success(request, f"{SECTION_LABELS[section]} saved.")
+        signed = dossier_signed_records(dossier=updated)
+        if was_submitted and updated.status == DossierStatus.DRAFT and signed:
+            # Say what happened to the signed record: nothing. The edit is a new version.
+            last = signed[-1]
+            messages.info(
+                request,
+                f"Version {last.snapshot_number} of this dossier was signed off (plan version "
+                f"{last.plan_number}) and stays as it was. Your changes start version "
+                f"{last.snapshot_number + 1}, a draft: submit it for a new consultation.",
+            )
         return redirect(_next_section_url(dossier.pk, section, request.POST.get("then")))
     # The edit form shows the section's data: a read, audited as the dossier page is.
     audit_record(
@@ -366,6 +379,7 @@ def consultation_start_view(request: AuthedRequest, pk: int) -> HttpResponse:
             dossier=dossier,
             engine=form.cleaned_data["engine"],
             max_rounds=form.cleaned_data["max_rounds"],
+            idempotency_key=form.cleaned_data["key"],
         )
     except ConsultationError as exc:
         messages.error(request, str(exc))

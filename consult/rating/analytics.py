@@ -16,6 +16,8 @@ from typing import Any
 
 from clinical.vocab import CANCER_TYPE_LABELS
 from consult.rating import charts
+from consult.rating.blinding import IDENTICAL, packet_texts, pair_similarity
+from consult.rating.blinding_check import BlindingCheck, blinding_check
 from consult.rating.models import Assignment, LLMRating, Packet, Rating, Study
 from consult.rating.rubric import DIMENSION_KEYS, DIMENSION_LABELS, HIGH_SCORE
 from consult.rating.statistics import (
@@ -184,6 +186,10 @@ class StudyAnalytics:
     no_preference: int
     blinding: BlindingIndex | None
     blinding_by_position: dict[str, BlindingIndex | None]
+    # Packets whose two plans read the same (a rater cannot tell them apart, so guessing says
+    # nothing about blinding): left out of Bang's index, with how many ratings that was.
+    identical_packets: int
+    identical_ratings: int
     llm: list[LlmRow]
     llm_count: int
     charts: dict[str, str]
@@ -305,6 +311,30 @@ def _raters(records: list[Record]) -> list[RaterRow]:
     ]
 
 
+def identical_packets(*, study: Study) -> set[int]:
+    """The packets whose plans read the same once blinded (similarity measured at creation,
+    or now for packets made before it was)."""
+    same = set()
+    for packet in study.packets.select_related("plan", "comparator"):
+        similarity = packet.similarity
+        if similarity is None:
+            similarity = pair_similarity(packet.plan.payload, packet.comparator.payload)
+        if similarity >= IDENTICAL:
+            same.add(packet.pk)
+    return same
+
+
+def study_blinding_check(*, study: Study) -> BlindingCheck | None:
+    """Can surface form tell the arms apart? (consult/rating/blinding_check.py) Over every
+    packet of the study, its two plans as its raters read them."""
+    packets = list(study.packets.select_related("plan", "comparator").order_by("sequence"))
+    pairs = packet_texts([(p.plan.payload, p.comparator.payload) for p in packets])
+    texts = [text for pair in pairs for text in pair]
+    is_system = [flag for _ in pairs for flag in (True, False)]
+    groups = [index for index in range(len(pairs)) for _ in (0, 1)]
+    return blinding_check(texts, is_system, groups)
+
+
 def _blinding(records: list[Record]) -> tuple[BlindingIndex | None, dict[str, Any]]:
     def index(rs: list[Record]) -> BlindingIndex | None:
         return bang_index(
@@ -364,7 +394,8 @@ def study_analytics(*, study: Study, with_charts: bool = True) -> StudyAnalytics
     icc_rows, icc_targets, icc_raters = _icc(records)
     spearman, spearman_q = _spearman(records)
     cancers = sorted({r.cancer_type for r in records})
-    blinding, by_position = _blinding(records)
+    same = identical_packets(study=study)
+    blinding, by_position = _blinding([r for r in records if r.packet_id not in same])
     llm_rows, llm_count = _llm(study, records)
     preferred = [r for r in records if r.preference != "none"]
     labels = [DIMENSION_LABELS[k] for k in DIMENSION_KEYS]
@@ -398,6 +429,8 @@ def study_analytics(*, study: Study, with_charts: bool = True) -> StudyAnalytics
         no_preference=len(records) - len(preferred),
         blinding=blinding,
         blinding_by_position=by_position,
+        identical_packets=len(same),
+        identical_ratings=sum(1 for r in records if r.packet_id in same),
         llm=llm_rows,
         llm_count=llm_count,
         charts={},

@@ -46,6 +46,8 @@ class ComparatorEntry:
     monitoring: list[MonitoringRow] | None = None
     needs: str = ""
     minutes: str = ""
+    # The clinician attests having written it without seeing the system's plan.
+    attested_blind: bool = False
 
 
 def _lines(text: str) -> list[str]:
@@ -80,6 +82,7 @@ def entry_from_post(post: Any) -> ComparatorEntry:
         ],
         needs=get("needs"),
         minutes=get("minutes"),
+        attested_blind=get("attested_blind") == "on",
     )
 
 
@@ -241,6 +244,14 @@ class StudyForm(forms.Form):
         label="Block sizes to draw from",
     )
     llm_arm = forms.BooleanField(required=False, label="Also score the packets with the LLM rater")
+    include_dependent = forms.BooleanField(
+        required=False,
+        label="Also pair plans with comparators made from the team's decision on them",
+        help_text=(
+            "Such a comparator starts from the system's plan (accepted or amended), so it is "
+            "not independent: left out unless you tick this."
+        ),
+    )
 
     def __init__(
         self,

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from consult.engine.aio import run_coroutine
 from consult.engine.prompting import load, version
-from consult.rating.blinding import blind_plan, blind_plan_text
+from consult.rating.blinding import blind_packet, blind_plan_text
 from consult.rating.models import LLMRating, LLMScore, Packet, Study
 from consult.rating.rubric import DIMENSIONS
 from consult.rating.selectors import case_summary
@@ -82,8 +82,10 @@ def packet_prompt(packet: Packet) -> str:
     documents = {"A": system, "B": comparator}
     if packet.system_position == "B":
         documents = {"A": comparator, "B": system}
-    for position in ("A", "B"):
-        lines += ["", blind_plan_text(blind_plan(documents[position]), position)]
+    for position, plan in zip(
+        ("A", "B"), blind_packet(documents["A"], documents["B"]), strict=True
+    ):
+        lines += ["", blind_plan_text(plan, position)]
     return "\n".join(lines)
 
 

@@ -15,8 +15,8 @@ DIMENSION_CHOICES = tuple((d.key, d.label) for d in DIMENSIONS)
 class ComparatorSource(models.TextChoices):
     ENTERED = "entered", "Entered by a clinician"
     IMPORTED = "imported", "Imported (mdtboard.plan/1)"
-    # The MDT decision that clinician review (consult/review) records; see
-    # consult.review.services.comparator_from_mdt_decision.
+    # The MDT decision that clinician review (consult/review) records on the system's plan;
+    # see comparator_from_mdt_decision. Not independent of the system's plan.
     MDT_DECISION = "mdt_decision", "MDT decision of the clinician review"
     DEMO = "demo", "Demo: built from the case file's expected block"
 
@@ -36,6 +36,10 @@ class ComparatorPlan(models.Model):
     source_ref = models.CharField(max_length=200, blank=True)
     # How long the clinicians took to write it: the human arm's response time (EvoMDT Fig. 4b).
     minutes_to_write = models.PositiveIntegerField(null=True, blank=True)
+    # Entered by a clinician who attests having written it without seeing the system's plan.
+    attested_blind = models.BooleanField(default=False)
+    # Made from the team's decision on the system's plan: "accept" or "amend" (blank else).
+    derived_decision = models.CharField(max_length=8, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
@@ -46,11 +50,39 @@ class ComparatorPlan(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["dossier", "number"], name="rating_comparator_number_per_dossier"
-            )
+            ),
+            models.CheckConstraint(
+                condition=models.Q(derived_decision="") | models.Q(source="mdt_decision"),
+                name="rating_comparator_decision_only_when_derived",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"comparator v{self.number} for {self.dossier.case_id}"
+
+    @property
+    def independent(self) -> bool:
+        """Whether it was made apart from the system's plan. The team's decision on that plan
+        (accepted, or amended from it) is not: it starts from what it would be compared with."""
+        return self.source != ComparatorSource.MDT_DECISION
+
+    @property
+    def provenance(self) -> str:
+        """How it was made, in words."""
+        if self.source == ComparatorSource.MDT_DECISION:
+            how = {"accept": "accepted", "amend": "amended"}.get(self.derived_decision)
+            return (
+                f"the team's decision on the system's plan ({how} it)"
+                if how
+                else "the team's decision on the system's plan"
+            )
+        if self.source == ComparatorSource.ENTERED:
+            return (
+                "entered by a clinician who attests not having seen the system's plan"
+                if self.attested_blind
+                else "entered by a clinician (not attested as written without the system's plan)"
+            )
+        return str(self.get_source_display()).lower()
 
 
 class StudyStatus(models.TextChoices):
@@ -100,6 +132,9 @@ class Packet(models.Model):
     block = models.PositiveIntegerField()
     block_size = models.PositiveSmallIntegerField()
     system_position = models.CharField(max_length=1, choices=POSITION_CHOICES)
+    # How alike the two plans read once blinded (0-1, word sequence): 1 means the rater sees
+    # the same plan twice. Null for packets made before it was measured.
+    similarity = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["study", "sequence"]
@@ -160,6 +195,21 @@ class Rating(models.Model):
 
     def __str__(self) -> str:
         return f"rating of assignment {self.assignment_id}"
+
+
+class RatingClearance(models.Model):
+    """An administrator looked at a rating flagged as too fast and clears it: from then on the
+    board may learn from it. Append-only, like the rating it clears."""
+
+    rating = models.OneToOneField(Rating, on_delete=models.PROTECT, related_name="clearance")
+    cleared_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    note = models.CharField(max_length=500, blank=True)
+    cleared_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"clearance of rating {self.rating_id}"
 
 
 class Score(models.Model):

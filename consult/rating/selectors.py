@@ -13,8 +13,8 @@ from django.http import Http404
 from consult import selectors as consult_selectors
 from consult.models import Consultation, ConsultationStatus, DossierStatus, LesionDossier, Plan
 from consult.presenters import SectionView, case_sections
-from consult.rating.blinding import BlindPlan, blind_plan
-from consult.rating.models import Assignment, ComparatorPlan, Rating, Study
+from consult.rating.blinding import BlindPlan, blind_packet, pair_similarity
+from consult.rating.models import Assignment, ComparatorPlan, ComparatorSource, Rating, Study
 from mdtboard.accounts.models import User
 from mdtboard.accounts.roles import Role, has_role, is_admin
 
@@ -25,7 +25,7 @@ HIDDEN_FROM_RATERS = frozenset({"format", "case_id", "patient.pseudonym"})
 SHOWN_APART = frozenset({"question"})
 
 
-def _require_admin(user: Any) -> None:
+def _require_admin(user: User) -> None:
     if not is_admin(user):
         raise PermissionDenied
 
@@ -46,7 +46,7 @@ def comparator_current(*, dossier: LesionDossier) -> ComparatorPlan | None:
     return dossier.comparator_plans.order_by("-number").first()
 
 
-def comparator_dossiers(*, user: Any) -> QuerySet[LesionDossier]:
+def comparator_dossiers(*, user: User) -> QuerySet[LesionDossier]:
     """Submitted dossiers of the user's teams, with how many comparator versions each has."""
     return (
         consult_selectors.dossier_list(user=user, status=DossierStatus.SUBMITTED)
@@ -55,12 +55,12 @@ def comparator_dossiers(*, user: Any) -> QuerySet[LesionDossier]:
     )
 
 
-def comparator_dossier_get(*, user: Any, pk: int) -> LesionDossier:
+def comparator_dossier_get(*, user: User, pk: int) -> LesionDossier:
     """The dossier, if the user's teams own it (404 otherwise; 403 for other roles)."""
     return consult_selectors.dossier_get(user=user, pk=pk)
 
 
-def comparator_get(*, user: Any, pk: int) -> ComparatorPlan:
+def comparator_get(*, user: User, pk: int) -> ComparatorPlan:
     """A comparator version, if the user's teams own its dossier; 404 otherwise."""
     if not has_role(user, Role.CLINICIAN, Role.ADMIN):
         raise PermissionDenied
@@ -81,35 +81,53 @@ def comparator_versions(*, dossier: LesionDossier) -> QuerySet[ComparatorPlan]:
 
 @dataclass(frozen=True)
 class Candidate:
+    """A case a study can pair: the consultation's plan and the comparator a study would take
+    (the newest independent one; else the newest, which is the team's decision on the
+    system's plan and is left out unless the administrator includes such comparators)."""
+
     consultation: Consultation
     comparator: ComparatorPlan
+    similarity: float | None = None  # how alike the pair reads once blinded
+
+    @property
+    def independent(self) -> bool:
+        return self.comparator.independent
 
 
-def study_candidates(*, user: Any) -> list[Candidate]:
+def study_candidates(*, user: User, with_similarity: bool = True) -> list[Candidate]:
     """Finished consultations with a plan whose dossier has a comparator plan: what a study
     can pair. The newest consultation of a dossier first."""
     _require_admin(user)
-    consultations = (
+    consultations = list(
         Consultation.objects.filter(status=ConsultationStatus.COMPLETED)
         .filter(Exists(Plan.objects.filter(consultation=OuterRef("pk"))))
         .filter(Exists(ComparatorPlan.objects.filter(dossier=OuterRef("dossier"))))
-        .select_related("dossier", "dossier__patient__team")
+        .select_related("dossier", "dossier__patient__team", "plan")
         .order_by("dossier__case_id", "-finished_at")
     )
-    latest = {
-        c.dossier_id: c
-        for c in ComparatorPlan.objects.filter(
-            dossier__in=[c.dossier_id for c in consultations]
-        ).order_by("dossier", "number")
-    }
-    return [Candidate(c, latest[c.dossier_id]) for c in consultations]
+    latest: dict[int, ComparatorPlan] = {}
+    independent: dict[int, ComparatorPlan] = {}
+    for comparator in ComparatorPlan.objects.filter(
+        dossier__in=[c.dossier_id for c in consultations]
+    ).order_by("dossier", "number"):
+        latest[comparator.dossier_id] = comparator
+        if comparator.source != ComparatorSource.MDT_DECISION:
+            independent[comparator.dossier_id] = comparator
+    out = []
+    for c in consultations:
+        comparator = independent.get(c.dossier_id) or latest[c.dossier_id]
+        similarity = (
+            pair_similarity(c.plan.payload, comparator.payload) if with_similarity else None
+        )
+        out.append(Candidate(c, comparator, similarity))
+    return out
 
 
 def rater_choices() -> QuerySet[User]:
     return User.objects.filter(is_active=True, groups__name=Role.RATER.value).order_by("email")
 
 
-def study_list(*, user: Any) -> QuerySet[Study]:
+def study_list(*, user: User) -> QuerySet[Study]:
     _require_admin(user)
     return Study.objects.annotate(
         packet_count=Count("packets", distinct=True),
@@ -118,7 +136,7 @@ def study_list(*, user: Any) -> QuerySet[Study]:
     ).order_by("-created_at")
 
 
-def study_get(*, user: Any, pk: int) -> Study:
+def study_get(*, user: User, pk: int) -> Study:
     _require_admin(user)
     try:
         return Study.objects.select_related("created_by").get(pk=pk)
@@ -132,6 +150,23 @@ class RaterProgress:
     assigned: int
     rated: int
     too_fast: int
+
+
+def study_flagged_ratings(*, study: Study) -> QuerySet[Rating]:
+    """Ratings submitted under 30 s: the board learns from them only once cleared."""
+    return (
+        Rating.objects.filter(assignment__study=study, too_fast=True)
+        .select_related("assignment__rater", "assignment__packet", "clearance__cleared_by")
+        .order_by("submitted_at")
+    )
+
+
+def study_rating_get(*, user: User, study: Study, pk: int) -> Rating:
+    _require_admin(user)
+    try:
+        return Rating.objects.get(pk=pk, assignment__study=study)
+    except Rating.DoesNotExist as exc:
+        raise Http404("No such rating") from exc
 
 
 def study_progress(*, study: Study) -> list[RaterProgress]:
@@ -154,7 +189,7 @@ def study_progress(*, study: Study) -> list[RaterProgress]:
 # --- raters: their queue and their packets ----------------------------------------------------
 
 
-def rater_queue(*, user: Any) -> QuerySet[Assignment]:
+def rater_queue(*, user: User) -> QuerySet[Assignment]:
     """The user's own assignments, in each study's case order for them; nothing of the
     packet but whether it is rated."""
     return (
@@ -165,7 +200,7 @@ def rater_queue(*, user: Any) -> QuerySet[Assignment]:
     )
 
 
-def assignment_get(*, user: Any, pk: int) -> Assignment:
+def assignment_get(*, user: User, pk: int) -> Assignment:
     """The user's own assignment; anyone else's looks absent (404)."""
     try:
         return Assignment.objects.select_related(
@@ -220,5 +255,5 @@ def packet_view(*, assignment: Assignment) -> PacketView:
         total=Assignment.objects.filter(study=assignment.study, rater=assignment.rater).count(),
         question=str(data.get("question") or ""),
         summary=case_summary(data),
-        plans=tuple((position, blind_plan(documents[position])) for position in ("A", "B")),
+        plans=tuple(zip(("A", "B"), blind_packet(documents["A"], documents["B"]), strict=True)),
     )

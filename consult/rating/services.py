@@ -3,6 +3,7 @@ the locked submission of a rating. Every write is audited in the same transactio
 
 from __future__ import annotations
 
+import copy
 import logging
 import secrets
 from collections.abc import Mapping, Sequence
@@ -14,6 +15,7 @@ from django.utils import timezone
 
 from clinical.plan import PlanError
 from consult.models import Consultation, ConsultationStatus, DossierStatus, LesionDossier, Plan
+from consult.rating.blinding import pair_similarity
 from consult.rating.complexity import case_complexity
 from consult.rating.models import (
     Assignment,
@@ -21,6 +23,7 @@ from consult.rating.models import (
     ComparatorSource,
     Packet,
     Rating,
+    RatingClearance,
     Score,
     Study,
     StudyStatus,
@@ -41,6 +44,7 @@ from consult.rating.rubric import (
     PREFERENCE_CHOICES,
     SCALE,
 )
+from consult.review import selectors as review_selectors
 from mdtboard.accounts.models import User
 from mdtboard.accounts.roles import Role, has_role, is_admin
 from mdtboard.audit.hashing import payload_hash
@@ -94,8 +98,12 @@ def comparator_create(
     source: str = ComparatorSource.ENTERED,
     source_ref: str = "",
     minutes_to_write: int | None = None,
+    attested_blind: bool = False,
+    derived_decision: str = "",
 ) -> ComparatorPlan:
-    """Record a new version of the dossier's human comparator plan. The caller has checked
+    """Record a new version of the dossier's human comparator plan, with how it was made
+    (``attested_blind``: entered by a clinician who did not see the system's plan;
+    ``derived_decision``: the team's accept or amend it was made from). The caller has checked
     that ``actor`` may see the dossier (its selector); the plan is validated again here."""
     # The row, locked: two clinicians saving at once get versions 1 and 2, not 1 twice.
     dossier = LesionDossier.objects.select_for_update().get(pk=dossier.pk)
@@ -116,6 +124,8 @@ def comparator_create(
         source=source,
         source_ref=source_ref,
         minutes_to_write=minutes_to_write,
+        attested_blind=attested_blind and source == ComparatorSource.ENTERED,
+        derived_decision=derived_decision if source == ComparatorSource.MDT_DECISION else "",
         created_by=actor,
     )
     audit_record(
@@ -128,6 +138,8 @@ def comparator_create(
             "source": source,
             "source_ref": source_ref,
             "hash": comparator.content_hash,
+            "attested_blind": comparator.attested_blind,
+            "derived_decision": comparator.derived_decision,
         },
     )
     return comparator
@@ -149,6 +161,74 @@ def comparator_import(
     )
 
 
+# --- the MDT decision as the comparator ---------------------------------------------------------
+NO_MDT_DECISION = (
+    "Record the team's decision (accept or amend) and the meeting before using it as the "
+    "comparator plan."
+)
+REJECTED_NO_PLAN = (
+    "The team rejected the board's plan, so there is no decided plan to copy: enter the plan "
+    "the team chose on the comparator page."
+)
+# What the review adds to a plan that is about the review, not the team's treatment plan; a
+# rater comparing plans must not see it (it would say which plan the people wrote).
+_REVIEW_GATES = frozenset({"amendment_not_rechecked"})
+_MDT_PREFIX = "MDT: "
+
+
+def _comparator_document(decided: dict[str, Any], final_decision: str) -> dict[str, Any]:
+    """The decided plan version as the team's plan: its items, safety, monitoring and options
+    ruled out; in the team's own words (the meeting's final decision) for the summary."""
+    doc = copy.deepcopy(decided)
+    doc.pop("amendment", None)
+    recommendation = doc.setdefault("recommendation", {})
+    recommendation["summary"] = final_decision
+    safety = doc.setdefault("safety", {})
+    safety["gates"] = [g for g in safety.get("gates") or [] if g.get("gate") not in _REVIEW_GATES]
+    for option in doc.get("rejected_options") or []:
+        reason = option.get("reason")
+        if isinstance(reason, str) and reason.startswith(_MDT_PREFIX):
+            option["reason"] = reason.removeprefix(_MDT_PREFIX)
+    return doc
+
+
+@transaction.atomic
+def comparator_from_mdt_decision(*, actor: User, consultation: Consultation) -> ComparatorPlan:
+    """The team's recorded decision (the accepted or amended plan version, with the meeting's
+    final decision as its summary) becomes the dossier's comparator plan, recorded as derived
+    from that decision: not independent of the system's plan, so a study leaves it out unless
+    asked. Idempotent: while the decision and the meeting record are unchanged, pressing again
+    returns the comparator already made from them; after a correction it makes a new version."""
+    locked = Consultation.objects.select_for_update().get(pk=consultation.pk)
+    decided = review_selectors.mdt_decision_get(consultation=locked)
+    if decided is None:
+        raise RatingServiceError(NO_MDT_DECISION)
+    if decided.decision == "reject":
+        raise RatingServiceError(REJECTED_NO_PLAN)
+    cleaned, problems = validate_plan(
+        _comparator_document(decided.version.payload, decided.final_decision)
+    )
+    if cleaned is None:
+        raise ComparatorInvalid(problems)
+    cleaned["case_id"] = locked.dossier.case_id
+    latest = ComparatorPlan.objects.filter(dossier_id=locked.dossier_id).order_by("-number").first()
+    if (
+        latest is not None
+        and latest.source == ComparatorSource.MDT_DECISION
+        and latest.source_ref == decided.source_ref
+        and latest.content_hash == payload_hash(cleaned)
+    ):
+        return latest  # the same decision pressed again: already the comparator
+    return comparator_create(
+        actor=actor,
+        dossier=locked.dossier,
+        plan=cleaned,
+        source=ComparatorSource.MDT_DECISION,
+        source_ref=decided.source_ref,
+        derived_decision=decided.decision,
+    )
+
+
 # --- studies ------------------------------------------------------------------------------------
 
 
@@ -162,6 +242,16 @@ class StudySpec:
     description: str = ""
     llm_arm: bool = False
     seed: int | None = None  # tests and reproductions only; a new study draws its own
+    # Pair plans with comparators derived from the team's decision on them too (not
+    # independent: EvoMDT compares against plans a human MDT made on its own).
+    include_dependent: bool = False
+
+
+NOT_INDEPENDENT = (
+    "{case_id}: its comparator plan is the team's decision on the system's plan ({how}), not "
+    "an independent plan. Enter the plan the team would make on its own, or choose to include "
+    "dependent comparators."
+)
 
 
 @dataclass
@@ -173,7 +263,18 @@ class _Case:
     reasons: list[str] = field(default_factory=list)
 
 
-def _study_cases(consultation_ids: Sequence[int]) -> list[_Case]:
+def comparator_for_study(
+    *, dossier: LesionDossier, include_dependent: bool = False
+) -> ComparatorPlan | None:
+    """The comparator a study pairs with the dossier's plan: its newest independent version
+    (or simply its newest, with ``include_dependent``)."""
+    versions = dossier.comparator_plans.order_by("-number")
+    if include_dependent:
+        return versions.first()
+    return versions.exclude(source=ComparatorSource.MDT_DECISION).first()
+
+
+def _study_cases(consultation_ids: Sequence[int], include_dependent: bool = False) -> list[_Case]:
     ids = sorted(set(consultation_ids))
     if not ids:
         raise StudyInvalid("Choose at least one consultation.")
@@ -191,8 +292,15 @@ def _study_cases(consultation_ids: Sequence[int]) -> list[_Case]:
         if consultation.dossier_id in dossiers:
             raise StudyInvalid(f"{case_id} is chosen twice; a study takes one plan per dossier.")
         dossiers.add(consultation.dossier_id)
-        comparator = consultation.dossier.comparator_plans.order_by("-number").first()
+        comparator = comparator_for_study(
+            dossier=consultation.dossier, include_dependent=include_dependent
+        )
         if comparator is None:
+            dependent = consultation.dossier.comparator_plans.order_by("-number").first()
+            if dependent is not None:
+                raise StudyInvalid(
+                    NOT_INDEPENDENT.format(case_id=case_id, how=dependent.provenance)
+                )
             raise StudyInvalid(f"{case_id} has no comparator plan yet.")
         level, reasons = case_complexity(consultation.snapshot.data)
         cases.append(_Case(consultation, plans[consultation.pk], comparator, level, reasons))
@@ -231,7 +339,7 @@ def study_create(*, actor: User, spec: StudySpec) -> Study:
         raise StudyInvalid("Give the study a name.")
     if Study.objects.filter(name=name).exists():
         raise StudyInvalid(NAME_TAKEN)
-    cases = _study_cases(spec.consultation_ids)
+    cases = _study_cases(spec.consultation_ids, spec.include_dependent)
     raters = _raters(spec.rater_ids)
     study = Study(
         name=name[:200],
@@ -269,6 +377,7 @@ def study_create(*, actor: User, spec: StudySpec) -> Study:
             block=allocated.block,
             block_size=allocated.block_size,
             system_position=allocated.system_position,
+            similarity=pair_similarity(case.plan.payload, case.comparator.payload),
         )
     Assignment.objects.bulk_create(
         Assignment(study=study, packet=packets[key], rater_id=rater, order=order)
@@ -286,6 +395,8 @@ def study_create(*, actor: User, spec: StudySpec) -> Study:
             "block_sizes": study.block_sizes,
             "allocation_hash": study.allocation_hash,
             "llm_arm": study.llm_arm,
+            "include_dependent": spec.include_dependent,
+            "dependent_comparators": sum(1 for c in cases if not c.comparator.independent),
         },
     )
     return study
@@ -443,10 +554,40 @@ def rating_submit(*, actor: User, assignment: Assignment, data: Mapping[str, Any
 
 
 def _learn_from_rating(rating_id: int) -> None:
-    """A plan rated well feeds CorrectKB, one rated poorly ChainKB (in the worker)."""
+    """The study's ratings are vetted again and the board learns from those that pass (in the
+    worker): a plan rated well feeds CorrectKB, one rated poorly ChainKB."""
     from consult.tasks import experience_from_rating as task
 
     try:
         task.delay(rating_id)
     except Exception:  # noqa: BLE001 - the rating is saved; only the lesson is lost
         logger.warning("rating %s: the memory task could not be queued", rating_id)
+
+
+NOT_FLAGGED = "This rating was not flagged; there is nothing to clear."
+
+
+@transaction.atomic
+def rating_clear(*, actor: User, rating: Rating, note: str = "") -> RatingClearance:
+    """An administrator clears a rating flagged as too fast: the board may learn from it."""
+    if not is_admin(actor):
+        raise RatingServiceError(NOT_ADMIN)
+    # The assignment's row, locked (a rating is append-only: the app may not lock it itself).
+    Assignment.objects.select_for_update().get(pk=rating.assignment_id)
+    rating = Rating.objects.get(pk=rating.pk)
+    if not rating.too_fast:
+        raise RatingServiceError(NOT_FLAGGED)
+    existing = RatingClearance.objects.filter(rating=rating).first()
+    if existing is not None:
+        return existing
+    clearance = RatingClearance.objects.create(
+        rating=rating, cleared_by=actor, note=note.strip()[:500]
+    )
+    audit_record(
+        action="rating.clear",
+        actor=actor,
+        obj=clearance,
+        payload={"rating": rating.pk, "seconds": round(rating.seconds, 1)},
+    )
+    transaction.on_commit(lambda: _learn_from_rating(rating.pk))
+    return clearance

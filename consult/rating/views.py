@@ -9,11 +9,12 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from consult.rating import selectors
-from consult.rating.analytics import study_analytics, study_ratings_rows
-from consult.rating.blinding import blind_plan
+from consult.rating.analytics import study_analytics, study_blinding_check, study_ratings_rows
+from consult.rating.blinding import blind_plan, similarity_words
 from consult.rating.forms import (
     FORM_CHOICES,
     ComparatorImportForm,
@@ -36,13 +37,16 @@ from consult.rating.services import (
     StudySpec,
     assignment_open,
     comparator_create,
+    comparator_from_mdt_decision,
     comparator_import,
+    rating_clear,
     rating_submit,
     score_field,
     study_allocation_reproduces,
     study_close,
     study_create,
 )
+from consult.review import selectors as review_selectors
 from mdtboard.accounts.roles import Role, role_required
 from mdtboard.audit.services import audit_record
 from mdtboard.core.http import AuthedRequest
@@ -71,7 +75,11 @@ def comparator_edit(request: AuthedRequest, pk: int) -> HttpResponse:
         if not errors:
             try:
                 comparator = comparator_create(
-                    actor=request.user, dossier=dossier, plan=plan, minutes_to_write=minutes
+                    actor=request.user,
+                    dossier=dossier,
+                    plan=plan,
+                    minutes_to_write=minutes,
+                    attested_blind=entry.attested_blind,
                 )
             except ComparatorInvalid as exc:
                 errors = [_plan_error_text(e.path, e.message) for e in exc.errors]
@@ -161,6 +169,53 @@ def comparator_detail(request: AuthedRequest, pk: int) -> HttpResponse:
             "dossier": comparator.dossier,
             "plan": blind_plan(comparator.payload),
             "versions": selectors.comparator_versions(dossier=comparator.dossier),
+        },
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def decision_comparator(request: AuthedRequest, pk: int) -> HttpResponse:
+    """The team's recorded decision as the dossier's comparator plan: a fragment of the plan
+    page (GET) and its button (POST). Review does not know rating; rating asks review."""
+    consultation = review_selectors.plan_consultation_get(user=request.user, pk=pk)
+    back = reverse("consult:plan-detail", kwargs={"pk": pk}) + "#comparator"
+    if request.method == "POST":
+        before = selectors.comparator_current(dossier=consultation.dossier)
+        try:
+            comparator = comparator_from_mdt_decision(actor=request.user, consultation=consultation)
+        except ComparatorInvalid as exc:
+            messages.error(
+                request,
+                "The decided plan cannot be used as a comparator: "
+                + "; ".join(str(e) for e in exc.errors),
+            )
+        except RatingServiceError as exc:
+            messages.error(request, str(exc))
+        else:
+            if before is not None and before.pk == comparator.pk:
+                messages.info(
+                    request,
+                    "The team's decision is already the comparator plan "
+                    f"(version {comparator.number}).",
+                )
+            else:
+                messages.success(
+                    request,
+                    f"The team's decision is now comparator plan version {comparator.number}; "
+                    "it is not independent of the system's plan, so studies leave it out "
+                    "unless an administrator includes it.",
+                )
+        return redirect(back)
+    decided = review_selectors.mdt_decision_get(consultation=consultation)
+    current = selectors.comparator_current(dossier=consultation.dossier)
+    return render(
+        request,
+        "rating/partials/_decision_comparator.html",
+        {
+            "consultation": consultation,
+            "decided": decided,
+            "comparator": current,
+            "is_decision": bool(current and decided and current.source_ref == decided.source_ref),
         },
     )
 
@@ -260,11 +315,18 @@ def study_list(request: AuthedRequest) -> HttpResponse:
 def _candidate_label(candidate: selectors.Candidate) -> str:
     c = candidate.consultation
     finished = c.finished_at.strftime("%Y-%m-%d %H:%M") if c.finished_at else ""
-    return (
+    label = (
         f"{c.dossier.case_id} ({c.dossier.get_cancer_type_display()}, "
         f"{c.dossier.patient.team.name}) · {c.get_engine_display().split(' (')[0]} plan "
-        f"of {finished} · comparator v{candidate.comparator.number}"
+        f"of {finished} · comparator v{candidate.comparator.number}, "
+        f"{candidate.comparator.provenance}"
     )
+    if candidate.similarity is not None:
+        label += f" · the plans read {candidate.similarity:.0%} alike"
+        alike = similarity_words(candidate.similarity)
+        if alike:
+            label += f" ({alike})"
+    return label
 
 
 @require_http_methods(["GET", "POST"])
@@ -291,6 +353,7 @@ def study_create_view(request: AuthedRequest) -> HttpResponse:
                     raters_per_packet=data["raters_per_packet"],
                     block_sizes=data["block_sizes"],
                     llm_arm=bool(data.get("llm_arm")),
+                    include_dependent=bool(data.get("include_dependent")),
                 ),
             )
         except StudyInvalid as exc:
@@ -301,7 +364,13 @@ def study_create_view(request: AuthedRequest) -> HttpResponse:
             )
             return redirect("rating:study-detail", pk=study.pk)
     status = 422 if form.errors else 200
-    context = {"form": form, "candidates": candidates, "raters": raters}
+    context = {
+        "form": form,
+        "candidates": candidates,
+        "raters": raters,
+        "dependent": [c for c in candidates if not c.independent],
+        "alike": [c for c in candidates if similarity_words(c.similarity)],
+    }
     return render(request, "rating/study_form.html", context, status=status)
 
 
@@ -320,8 +389,29 @@ def study_detail(request: AuthedRequest, pk: int) -> HttpResponse:
             "reproduces": study_allocation_reproduces(study=study),
             "llm_available": llm_rater_available(),
             "llm_count": study.llm_ratings.count(),
+            "flagged": selectors.study_flagged_ratings(study=study),
+            "blinding_check": study_blinding_check(study=study),
         },
     )
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def rating_clear_view(request: AuthedRequest, pk: int) -> HttpResponse:
+    """Clear a rating flagged as too fast, so that the board may learn from it."""
+    study = selectors.study_get(user=request.user, pk=pk)
+    rating_pk = request.POST.get("rating", "")
+    if not rating_pk.isdigit():
+        messages.error(request, "Choose the rating to clear.")
+        return redirect("rating:study-detail", pk=pk)
+    rating = selectors.study_rating_get(user=request.user, study=study, pk=int(rating_pk))
+    try:
+        rating_clear(actor=request.user, rating=rating, note=request.POST.get("note", ""))
+    except RatingServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Rating cleared: the board may learn from it.")
+    return redirect("rating:study-detail", pk=pk)
 
 
 @require_POST

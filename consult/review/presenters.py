@@ -415,8 +415,14 @@ def plan_lines(doc: Mapping[str, Any]) -> list[str]:
                 lines.append(f"{head} dose: {'; '.join(c['dose_adjustments'])}")
             if c.get("when"):
                 lines.append(f"{head} when: {c['when']}")
+            if c.get("conditions"):
+                lines.append(f"{head} before starting: {'; '.join(c['conditions'])}")
     for r in doc.get("rejected_options") or []:
         lines.append(f"Ruled out: {r.get('option')} ({r.get('reason')})")
+    for m in doc.get("monitoring") or []:
+        phase = PHASE_LABELS.get(str(m.get("phase")), str(m.get("phase")))
+        interval = f", {m['interval']}" if m.get("interval") else ""
+        lines.append(f"Follow-up, {phase}: {m.get('what')}{interval}")
     return lines
 
 

@@ -20,12 +20,15 @@ from consult.models import (
     LesionDossier,
     Plan,
 )
-from consult.rating.models import ComparatorPlan
 from consult.review.models import (
+    DECIDED,
     ClinicianReview,
     MdtMeeting,
     PlanReport,
+    PlanReview,
     PlanVersion,
+    ReviewReopen,
+    ReviewStage,
     SignOff,
 )
 from knowledge.models import UnitVersion
@@ -54,6 +57,9 @@ class ReviewState:
     meeting: MdtMeeting | None
     sign_off: SignOff | None
     reports: list[PlanReport] = field(default_factory=list)
+    stage: str = ReviewStage.AWAITING
+    cycle: int = 0
+    reopenings: list[ReviewReopen] = field(default_factory=list)
 
     @property
     def current(self) -> VersionView:
@@ -61,7 +67,35 @@ class ReviewState:
 
     @property
     def decision(self) -> ClinicianReview | None:
-        return self.reviews[-1] if self.reviews else None
+        """The team's decision in the current review cycle (None when reopened since)."""
+        return next((r for r in reversed(self.reviews) if r.cycle == self.cycle), None)
+
+    @property
+    def stage_label(self) -> str:
+        return str(ReviewStage(self.stage).label)
+
+    @property
+    def awaiting(self) -> bool:
+        return self.stage == ReviewStage.AWAITING
+
+    @property
+    def is_decided(self) -> bool:
+        """A decision of this cycle, not yet with its meeting."""
+        return self.stage in DECIDED
+
+    @property
+    def may_record_meeting(self) -> bool:
+        return self.stage in (*DECIDED, ReviewStage.MEETING)
+
+    @property
+    def may_reopen(self) -> bool:
+        return self.stage in (*DECIDED, ReviewStage.MEETING)
+
+    @property
+    def history(self) -> list[ClinicianReview | ReviewReopen]:
+        """Decisions and reopenings in the order they happened."""
+        events: list[ClinicianReview | ReviewReopen] = [*self.reviews, *self.reopenings]
+        return sorted(events, key=lambda e: (e.cycle, isinstance(e, ReviewReopen)))
 
     @property
     def decided(self) -> VersionView:
@@ -79,14 +113,24 @@ class ReviewState:
     @property
     def status(self) -> str:
         """What the worklist says about the case."""
-        if self.sign_off is not None:
-            return "signed off"
-        if self.decision is not None:
-            return self.decision.get_decision_display().lower() + ", awaiting sign-off"
-        return "awaiting review"
+        return review_status(self.stage, self.decision.decision if self.decision else None)
 
 
-def plan_consultation_get(*, user: Any, pk: int) -> Consultation:
+_DECISION_WORDS = {"accept": "accepted", "amend": "amended", "reject": "rejected"}
+
+
+def review_status(stage: str, decision: str | None) -> str:
+    """Where a review stands, in the words of the worklist."""
+    if stage == ReviewStage.SIGNED and decision:
+        return f"{_DECISION_WORDS[decision]}, signed off"
+    if stage == ReviewStage.MEETING and decision:
+        return f"{_DECISION_WORDS[decision]}, meeting recorded, awaiting sign-off"
+    if stage in DECIDED and decision:
+        return f"{_DECISION_WORDS[decision]}, awaiting the meeting"
+    return "awaiting review"
+
+
+def plan_consultation_get(*, user: User, pk: int) -> Consultation:
     """A consultation the user's team may review, with its plan; 404 when there is none."""
     consultation = consult_selectors.consultation_get(user=user, pk=pk)
     if not Plan.objects.filter(consultation=consultation).exists():
@@ -94,18 +138,39 @@ def plan_consultation_get(*, user: Any, pk: int) -> Consultation:
     return consultation
 
 
-def comparator_latest(*, consultation: Consultation) -> ComparatorPlan | None:
-    """The dossier's newest comparator plan (what a rating study would pair with the plan)."""
-    return (
-        ComparatorPlan.objects.filter(dossier_id=consultation.dossier_id)
-        .order_by("-number")
-        .first()
+@dataclass(frozen=True)
+class MdtDecision:
+    """The team's recorded decision with its meeting: what another app (rating studies) may
+    take as the team's plan. ``version`` is the decided plan version."""
+
+    consultation: Consultation
+    decision: str  # accept | amend | reject
+    review_id: int
+    version: VersionView
+    final_decision: str
+    signed_off: bool
+
+    @property
+    def source_ref(self) -> str:
+        return f"review.decision:{self.review_id}:plan-v{self.version.number}"
+
+
+def mdt_decision_get(*, consultation: Consultation) -> MdtDecision | None:
+    """The decision of the current review cycle once its meeting is recorded (None before)."""
+    state = review_state_get(consultation=consultation)
+    decision = state.decision
+    if decision is None or state.meeting is None:
+        return None
+    if state.stage not in (ReviewStage.MEETING, ReviewStage.SIGNED):
+        return None
+    return MdtDecision(
+        consultation=consultation,
+        decision=str(decision.decision),
+        review_id=decision.pk,
+        version=state.version(decision.plan_number),
+        final_decision=state.meeting.final_decision,
+        signed_off=state.sign_off is not None,
     )
-
-
-def comparator_ref(decision: ClinicianReview) -> str:
-    """How a comparator plan names the decision it was made from (its ``source_ref``)."""
-    return f"review.decision:{decision.pk}:plan-v{decision.plan_number}"
 
 
 def plan_versions(*, consultation: Consultation) -> list[VersionView]:
@@ -137,6 +202,7 @@ def plan_versions(*, consultation: Consultation) -> list[VersionView]:
 
 
 def review_state_get(*, consultation: Consultation, with_reports: bool = False) -> ReviewState:
+    progress = PlanReview.objects.filter(consultation=consultation).first()
     reviews = list(
         ClinicianReview.objects.filter(consultation=consultation)
         .select_related("reviewer")
@@ -158,24 +224,29 @@ def review_state_get(*, consultation: Consultation, with_reports: bool = False) 
         meeting=meeting,
         sign_off=sign_off,
         reports=reports,
+        stage=progress.stage if progress is not None else ReviewStage.AWAITING,
+        cycle=progress.cycle if progress is not None else 0,
+        reopenings=list(
+            ReviewReopen.objects.filter(consultation=consultation).select_related("reopened_by")
+        ),
     )
 
 
-def team_clinicians(*, consultation: Consultation) -> QuerySet[Any]:
+def team_clinicians(*, consultation: Consultation) -> QuerySet[User]:
     """Who may be named responsible clinician: the clinicians of the patient's team."""
     return User.objects.filter(
         teams=consultation.dossier.patient.team_id, groups__name=Role.CLINICIAN, is_active=True
     ).order_by("display_name", "email")
 
 
-def may_sign_off(*, user: Any, state: ReviewState) -> bool:
+def may_sign_off(*, user: User, state: ReviewState) -> bool:
     meeting = state.meeting
     return (
         has_role(user, Role.CLINICIAN)
+        and state.stage == ReviewStage.MEETING
         and meeting is not None
         and meeting.responsible_id == user.pk
         and state.decision is not None
-        and state.sign_off is None
     )
 
 
@@ -256,7 +327,7 @@ class WorklistEntry:
 
 def dossier_worklist(*, dossiers: list[LesionDossier]) -> dict[int, WorklistEntry]:
     """For each dossier: its latest consultation and where the team's review of it stands,
-    so the list reads as the agenda of the next meeting. Four queries whatever the count."""
+    so the list reads as the agenda of the next meeting. Five queries whatever the count."""
     ids = [d.pk for d in dossiers]
     latest: dict[int, Consultation] = {}
     for consultation in Consultation.objects.filter(dossier_id__in=ids).order_by("created_at"):
@@ -265,25 +336,24 @@ def dossier_worklist(*, dossiers: list[LesionDossier]) -> dict[int, WorklistEntr
     with_plan = set(
         Plan.objects.filter(consultation_id__in=cids).values_list("consultation_id", flat=True)
     )
-    signed = set(
-        SignOff.objects.filter(consultation_id__in=cids).values_list("consultation_id", flat=True)
+    stages = dict(
+        PlanReview.objects.filter(consultation_id__in=cids).values_list("consultation_id", "stage")
+    )
+    cycles = dict(
+        PlanReview.objects.filter(consultation_id__in=cids).values_list("consultation_id", "cycle")
     )
     decisions: dict[int, str] = {}
-    for cid, decision in (
-        ClinicianReview.objects.filter(consultation_id__in=cids)
-        .order_by("created_at", "id")
-        .values_list("consultation_id", "decision")
-    ):
-        decisions[cid] = decision
-    labels = {"accept": "accepted", "amend": "amended", "reject": "rejected"}
+    for cid, cycle, decision in ClinicianReview.objects.filter(
+        consultation_id__in=cids
+    ).values_list("consultation_id", "cycle", "decision"):
+        if cycle == cycles.get(cid, 0):
+            decisions[cid] = decision
     entries: dict[int, WorklistEntry] = {}
     for dossier_id, consultation in latest.items():
-        if consultation.pk in signed:
-            review = f"{labels[decisions[consultation.pk]]}, signed off"
-        elif consultation.pk in decisions:
-            review = f"{labels[decisions[consultation.pk]]}, awaiting sign-off"
-        elif consultation.pk in with_plan:
-            review = "awaiting review"
+        if consultation.pk in with_plan:
+            review = review_status(
+                stages.get(consultation.pk, ReviewStage.AWAITING), decisions.get(consultation.pk)
+            )
         else:
             review = ""
         entries[dossier_id] = WorklistEntry(
@@ -292,8 +362,36 @@ def dossier_worklist(*, dossiers: list[LesionDossier]) -> dict[int, WorklistEntr
     return entries
 
 
+@dataclass(frozen=True)
+class SignedRecord:
+    """A consultation of the dossier whose review was signed off: the record that stays as it
+    was, whatever the dossier becomes."""
+
+    consultation_id: int
+    snapshot_number: int
+    plan_number: int
+    signed_at: datetime
+    signed_by: str
+
+
+def dossier_signed_records(*, dossier: LesionDossier) -> list[SignedRecord]:
+    rows = SignOff.objects.filter(consultation__dossier=dossier).select_related(
+        "consultation__snapshot", "signed_by"
+    )
+    return [
+        SignedRecord(
+            s.consultation_id,
+            s.consultation.snapshot.number,
+            s.plan_number,
+            s.signed_at,
+            str(s.signed_by),
+        )
+        for s in rows.order_by("signed_at")
+    ]
+
+
 # --- reports -------------------------------------------------------------------------------------
-def report_get(*, user: Any, pk: int) -> PlanReport:
+def report_get(*, user: User, pk: int) -> PlanReport:
     """A report whose consultation the user's team owns; 404 otherwise."""
     try:
         report = PlanReport.objects.select_related("consultation").get(pk=pk)

@@ -1,7 +1,12 @@
 """Writes of the review: the team's decision on a plan (accept, amend into a new version,
-reject), the MDT meeting, the responsible clinician's sign-off, PDF reports, and the audited
-exports. Every write locks the consultation row, so two submissions are taken one at a time,
-and carries an idempotency key, so a submission sent twice is saved once."""
+reject), reopening a decision with a reason, the MDT meeting, the responsible clinician's
+sign-off, PDF reports, and the audited exports.
+
+Where a review stands is ``PlanReview``, a state machine (docs/review-states.md): every write
+locks the consultation row, reads the stage under the lock and moves it by one of its
+transitions, so two submissions are taken one at a time and a decision is never followed by a
+second one without a reopening. Every write carries an idempotency key, so a submission sent
+twice is saved once."""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ import hashlib
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -18,32 +24,36 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django_fsm import TransitionNotAllowed
 
 from clinical.vocab import Modality
+from consult.engine.coherence import plan_findings
 from consult.models import Consultation, ConsultationStatus
-from consult.rating.models import ComparatorPlan, ComparatorSource
-from consult.rating.plan_format import validate_plan
-from consult.rating.services import ComparatorInvalid, RatingServiceError, comparator_create
+from consult.review.changes import ORIGIN, plan_changes
 from consult.review.models import (
     ClinicianReview,
     Decision,
     MdtMeeting,
     PaperSize,
     PlanReport,
+    PlanReview,
     PlanVersion,
+    ReasonKind,
     ReportStatus,
+    ReviewReopen,
+    ReviewStage,
     SignOff,
 )
 from consult.review.report import report_html, report_pdf
 from consult.review.selectors import (
     ReviewState,
     VersionView,
-    comparator_ref,
     consultation_event_rows,
     plan_versions,
     review_state_get,
     team_clinicians,
 )
+from mdtboard.accounts.models import User
 from mdtboard.accounts.roles import Role, has_role
 from mdtboard.audit.hashing import payload_hash
 from mdtboard.audit.services import audit_record
@@ -70,12 +80,30 @@ STALE = (
     "review the current version."
 )
 REASON_NEEDED = "Give the reason for the decision: it is what the record shows the team."
+REASON_KIND_NEEDED = (
+    "Say whether the reason for rejecting is clinical or administrative (a duplicate, the "
+    "wrong patient, entered in error)."
+)
+REOPEN_REASON_NEEDED = "Give the reason for reopening the decision: the record keeps it."
 KEY_REUSED = "This form was already used for another action; reload the page."
 NOT_CLINICIAN = "Only a clinician signs off a plan."
 NOT_RESPONSIBLE = "Only the responsible clinician named in the meeting record ({name}) signs off."
 NO_DECISION = "Record the team's decision (accept, amend or reject) before signing off."
 NO_MEETING = "Record the MDT meeting (date, attendees, decision) before signing off."
+CONFIRM_SIGN_OFF = "Confirm that you sign off plan version {number}: tick the confirmation."
+DECIDED_ALREADY = (
+    "The team's decision on this plan is recorded ({decision} version {number} by {by}); to "
+    "change it, reopen the decision with a reason."
+)
+MEETING_BEFORE_DECISION = (
+    "Record the team's decision (accept, amend or reject) before the meeting that discussed it."
+)
+NOTHING_TO_REOPEN = "There is no decision to reopen: the plan awaits review."
+INCOHERENT = "The plan contradicts itself: {first}"
 ROLES = ("primary", "alternative", "rejected")
+INTENTS = ("curative", "palliative", "surveillance")
+PHASES = ("acute_0_3m", "intermediate_3_12m", "long_term_12m_plus")
+ANCHORS = ("RECIST 1.1", "mRECIST", "iRECIST", "Lugano", "other")
 MAX_TEXT = 2000
 
 
@@ -86,16 +114,44 @@ def _key(value: Any) -> uuid.UUID:
         raise ReviewError("The form is missing its submission key; reload the page.") from exc
 
 
-def _locked(consultation: Consultation) -> ReviewState:
+@dataclass
+class _Locked:
+    state: ReviewState
+    progress: PlanReview
+
+
+def _locked(consultation: Consultation, *, signed_ok: bool = False) -> _Locked:
     """Lock the consultation (writes of its review are taken one at a time) and read the
-    review as it stands under the lock."""
+    review as it stands under the lock, with its state-machine row (made on first use)."""
     locked = Consultation.objects.select_for_update().get(pk=consultation.pk)
     if locked.status != ConsultationStatus.COMPLETED or not hasattr(locked, "plan"):
         raise ReviewError(NO_PLAN)
+    progress, _ = PlanReview.objects.select_for_update().get_or_create(consultation=locked)
     state = review_state_get(consultation=locked)
-    if state.sign_off is not None:
+    if state.sign_off is not None and not signed_ok:
         raise ReviewError(SIGNED)
-    return state
+    return _Locked(state, progress)
+
+
+def _move(locked: _Locked, transition: Callable[[], None], refused: str) -> None:
+    """Move the review by one transition of its state machine and save it."""
+    try:
+        transition()
+    except TransitionNotAllowed as exc:
+        raise ReviewError(refused) from exc
+    # Only these columns: the app's database role may update nothing else (dbroles).
+    locked.progress.save(update_fields=list(PlanReview.MUTABLE_FIELDS))
+
+
+def _decided_already(state: ReviewState) -> str:
+    decision = state.decision
+    if decision is None:
+        return NOTHING_TO_REOPEN
+    return DECIDED_ALREADY.format(
+        decision=decision.get_decision_display().lower(),
+        number=decision.plan_number,
+        by=decision.reviewer,
+    )
 
 
 def _check_base(state: ReviewState, base_version: int | None) -> None:
@@ -103,17 +159,28 @@ def _check_base(state: ReviewState, base_version: int | None) -> None:
         raise ReviewError(STALE.format(current=state.current.number))
 
 
+def _coherent(payload: dict[str, Any]) -> None:
+    """Refuse a plan that contradicts itself (consult/engine/coherence.py), every finding
+    said."""
+    findings = plan_findings(payload)
+    if findings:
+        sentences = [f.sentence for f in findings]
+        raise ReviewError(INCOHERENT.format(first=sentences[0]), sentences)
+
+
 @transaction.atomic
 def review_decide(
     *,
-    actor: Any,
+    actor: User,
     consultation: Consultation,
     decision: str,
     reason: str,
     idempotency_key: Any,
     base_version: int | None,
+    reason_kind: str = "",
 ) -> ClinicianReview:
-    """Accept or reject the current plan version (amending goes through ``plan_amend``)."""
+    """Accept or reject the current plan version (amending goes through ``plan_amend``). The
+    review must await a decision: a decision recorded is changed only by reopening it."""
     key = _key(idempotency_key)
     existing = ClinicianReview.objects.filter(idempotency_key=key).first()
     if existing is not None:
@@ -123,24 +190,38 @@ def review_decide(
     if decision not in (Decision.ACCEPT, Decision.REJECT):
         raise ReviewError("Choose accept or reject; to change the plan, amend it.")
     reason = (reason or "").strip()[:MAX_TEXT]
-    if decision == Decision.REJECT and not reason:
-        raise ReviewError(REASON_NEEDED)
-    state = _locked(consultation)
+    if decision == Decision.REJECT:
+        if not reason:
+            raise ReviewError(REASON_NEEDED)
+        if reason_kind not in ReasonKind.values:
+            raise ReviewError(REASON_KIND_NEEDED)
+    else:
+        reason_kind = ""
+    locked = _locked(consultation)
     # A double submit whose first copy committed while this one waited for the lock.
     existing = ClinicianReview.objects.filter(idempotency_key=key).first()
     if existing is not None:
         return existing
+    state = locked.state
+    if state.stage != ReviewStage.AWAITING:
+        raise ReviewError(_decided_already(state))
     _check_base(state, base_version)
     current = state.current
+    if decision == Decision.ACCEPT:
+        _coherent(current.payload)
     review = ClinicianReview.objects.create(
         consultation=consultation,
         decision=decision,
         reason=reason,
+        reason_kind=reason_kind,
         plan_number=current.number,
         plan_hash=current.content_hash,
         reviewer=actor,
         idempotency_key=key,
+        cycle=locked.progress.cycle,
     )
+    move = locked.progress.accept if decision == Decision.ACCEPT else locked.progress.reject
+    _move(locked, move, _decided_already(state))
     audit_record(
         action=f"plan.review.{decision}",
         actor=actor,
@@ -149,18 +230,66 @@ def review_decide(
             "consultation": consultation.pk,
             "plan_version": current.number,
             "plan_hash": current.content_hash,
+            "cycle": review.cycle,
+            "reason_kind": reason_kind,
         },
     )
     learn_from_review(review.pk)
     return review
 
 
+@transaction.atomic
+def review_reopen(
+    *, actor: User, consultation: Consultation, reason: str, idempotency_key: Any
+) -> ReviewReopen:
+    """Take the team's decision back, with the reason: the review awaits a new decision (and
+    then the meeting again). The decision stays on record; what the memory learnt from it is
+    withdrawn."""
+    key = _key(idempotency_key)
+    existing = ReviewReopen.objects.filter(idempotency_key=key).first()
+    if existing is not None:
+        if existing.consultation_id != consultation.pk or existing.reopened_by_id != actor.pk:
+            raise ReviewError(KEY_REUSED)
+        return existing
+    reason = (reason or "").strip()[:MAX_TEXT]
+    if not reason:
+        raise ReviewError(REOPEN_REASON_NEEDED)
+    locked = _locked(consultation)
+    existing = ReviewReopen.objects.filter(idempotency_key=key).first()
+    if existing is not None:
+        return existing
+    decision = locked.state.decision
+    cycle = locked.progress.cycle
+    _move(locked, locked.progress.reopen, NOTHING_TO_REOPEN)
+    reopen = ReviewReopen.objects.create(
+        consultation=consultation,
+        cycle=cycle,
+        reason=reason,
+        reopened_by=actor,
+        idempotency_key=key,
+    )
+    audit_record(
+        action="plan.review.reopen",
+        actor=actor,
+        obj=reopen,
+        payload={
+            "consultation": consultation.pk,
+            "cycle": cycle,
+            "decision": decision.pk if decision is not None else None,
+        },
+    )
+    if decision is not None:
+        unlearn_review(decision.pk)
+    return reopen
+
+
 # --- amendments ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ComponentEdit:
-    """One component as the clinician left it in the amend form. ``source`` is its index in
-    the version being amended (None for a new one); what the form does not edit (evidence,
-    rationale, conditions) is carried over from there."""
+    """One item as the clinician left it in the amend form: a pathway step, an alternative,
+    or an option ruled out. ``source`` is its index among the amended version's components,
+    ``ruled_out_source`` its index among that version's ruled-out options (None for a new
+    item); what the form does not edit (evidence, rationale) is carried over from there."""
 
     source: int | None
     role: str
@@ -170,29 +299,61 @@ class ComponentEdit:
     agents: list[str]
     dose_adjustments: list[str]
     when: str
+    conditions: list[str] = field(default_factory=list)
+    reason: str = ""  # why an option is ruled out
+    ruled_out_source: int | None = None
 
 
-def _validate(edits: list[ComponentEdit], reason: str) -> list[str]:
+@dataclass(frozen=True)
+class MonitoringEdit:
+    """One follow-up row of the amend form; ``source`` its index in the amended version."""
+
+    source: int | None
+    phase: str
+    what: str
+    interval: str
+    anchor: str
+
+
+def _validate(
+    edits: Sequence[ComponentEdit],
+    reason: str,
+    intent: str | None,
+    monitoring: Sequence[MonitoringEdit] | None,
+) -> list[str]:
     errors = []
     if not reason:
         errors.append(REASON_NEEDED)
+    if intent is not None and intent not in INTENTS:
+        errors.append("Choose the intent: curative, palliative or surveillance.")
     for n, edit in enumerate(edits, start=1):
         where = f"Item {n}"
         if edit.role not in ROLES:
-            errors.append(f"{where}: choose primary, alternative or ruled out.")
-        if edit.modality not in set(Modality):
+            errors.append(f"{where}: choose recommended pathway, alternative or ruled out.")
+        if edit.role != "rejected" and edit.modality not in set(Modality):
             errors.append(f"{where}: choose a modality.")
         if not edit.description.strip():
             errors.append(f"{where}: describe the item.")
         if edit.role == "alternative" and not edit.when.strip():
             errors.append(f"{where}: an alternative says when it would be chosen instead.")
-        if len(edit.description) > MAX_TEXT or len(edit.when) > MAX_TEXT:
+        texts = (edit.description, edit.when, edit.reason, *edit.conditions)
+        if any(len(t) > MAX_TEXT for t in texts):
             errors.append(f"{where}: the text is too long.")
     if not any(e.role == "primary" for e in edits):
         errors.append(
             "Keep at least one item in the recommended pathway; to recommend nothing, reject "
             "the plan with the reason."
         )
+    for n, row in enumerate(monitoring or (), start=1):
+        where = f"Follow-up {n}"
+        if row.phase not in PHASES:
+            errors.append(f"{where}: choose the phase.")
+        if not row.what.strip():
+            errors.append(f"{where}: say what is monitored.")
+        if row.anchor and row.anchor not in ANCHORS:
+            errors.append(f"{where}: choose the response criteria.")
+        if len(row.what) > MAX_TEXT or len(row.interval) > MAX_TEXT:
+            errors.append(f"{where}: the text is too long.")
     return errors
 
 
@@ -204,39 +365,66 @@ def _summary(doc: dict[str, Any], based_on: int, reason: str) -> str:
     parts = []
     if recommendation.get("question"):
         parts.append(str(recommendation["question"]))
-    parts.append(f"Amended by the MDT from plan version {based_on}: {reason}.")
+    parts.append(f"Amended by the MDT from plan version {based_on}: {reason.rstrip('.')}.")
     intent = recommendation.get("intent")
-    pathway = "; then ".join(c["description"] for c in primary)
+    pathway = "; then ".join(c["description"].rstrip(".") for c in primary)
     parts.append(f"Recommended pathway{f' ({intent})' if intent else ''}: {pathway}.")
     if alternatives:
-        listed = "; ".join(f"{c['rank']}. {c['description']} ({c['when']})" for c in alternatives)
+        listed = "; ".join(
+            f"{c['rank']}. {c['description'].rstrip('.')} ({c['when']})" for c in alternatives
+        )
         parts.append(f"Alternatives: {listed}.")
     return " ".join(parts)
 
 
+def _ordered(edits: Sequence[ComponentEdit]) -> list[ComponentEdit]:
+    """The pathway first, then the alternatives, each by the order the clinician gave (ties
+    and blanks keep the form's order), then the options ruled out."""
+
+    def key(pair: tuple[int, ComponentEdit]) -> tuple[int, int, int]:
+        index, edit = pair
+        role = ROLES.index(edit.role) if edit.role in ROLES else len(ROLES)
+        if edit.role == "rejected":
+            # The options already ruled out keep their place; newly ruled out ones follow.
+            return role, 0 if edit.ruled_out_source is not None else 1, index
+        return role, edit.position if edit.position is not None else 99, index
+
+    return [edit for _, edit in sorted(enumerate(edits), key=key)]
+
+
 def _amended(
-    base: VersionView, edits: list[ComponentEdit], reason: str, number: int, author: str
+    base: VersionView,
+    edits: Sequence[ComponentEdit],
+    reason: str,
+    number: int,
+    author: str,
+    *,
+    with_ruled_out: bool,
+    intent: str | None,
+    monitoring: Sequence[MonitoringEdit] | None,
 ) -> dict[str, Any]:
     doc = copy.deepcopy(base.payload)
     recommendation = doc.setdefault("recommendation", {})
     old = list(recommendation.get("components") or [])
+    old_ruled_out = list(doc.get("rejected_options") or [])
     components: list[dict[str, Any]] = []
-    rejected = list(doc.get("rejected_options") or [])
+    rejected = [] if with_ruled_out else list(old_ruled_out)
     unchecked: list[str] = []
-    # The pathway first, then the alternatives, each by the order the clinician gave (ties
-    # and blanks keep the form's order).
-    ordered = sorted(
-        enumerate(edits),
-        key=lambda pair: (
-            ROLES.index(pair[1].role) if pair[1].role in ROLES else len(ROLES),
-            pair[1].position if pair[1].position is not None else 99,
-            pair[0],
-        ),
-    )
-    for _, edit in ordered:
-        original = old[edit.source] if edit.source is not None and edit.source < len(old) else {}
+    for edit in _ordered(edits):
+        original: dict[str, Any] = {}
+        if edit.source is not None and edit.source < len(old):
+            original = old[edit.source]
+        was_ruled_out: dict[str, Any] = {}
+        if edit.ruled_out_source is not None and edit.ruled_out_source < len(old_ruled_out):
+            was_ruled_out = old_ruled_out[edit.ruled_out_source]
         if edit.role == "rejected":
-            rejected.append({"option": edit.description.strip(), "reason": f"MDT: {reason}"})
+            option = edit.description.strip()
+            given = edit.reason.strip()
+            if not given and was_ruled_out.get("option") == option:
+                given = str(was_ruled_out.get("reason") or "")
+            rejected.append(
+                {**was_ruled_out, "option": option, "reason": given or f"MDT: {reason}"}
+            )
             continue
         component = {
             **original,
@@ -248,12 +436,14 @@ def _amended(
             "description": edit.description.strip(),
             "agents": edit.agents,
             "dose_adjustments": edit.dose_adjustments,
+            "conditions": edit.conditions,
+            ORIGIN: _origin(edit),
         }
         component.setdefault("evidence", [])
         component.setdefault("rationale", [])
         changed = not original or any(
-            original.get(k) != component.get(k)
-            for k in ("modality", "description", "agents", "dose_adjustments")
+            (original.get(k) or []) != (component.get(k) or [])
+            for k in ("modality", "description", "agents", "dose_adjustments", "conditions")
         )
         if changed:
             unchecked.append(component["description"])
@@ -267,9 +457,27 @@ def _amended(
             rank += 1
             component["rank"] = rank
     recommendation["components"] = components
+    if intent is not None:
+        recommendation["intent"] = intent
     doc["rejected_options"] = rejected
+    if monitoring is not None:
+        old_monitoring = list(doc.get("monitoring") or [])
+        doc["monitoring"] = [
+            {
+                **(
+                    old_monitoring[row.source]
+                    if row.source is not None and row.source < len(old_monitoring)
+                    else {}
+                ),
+                "phase": row.phase,
+                "what": row.what.strip(),
+                "interval": row.interval.strip(),
+                "anchor": row.anchor or "other",
+            }
+            for row in sorted(monitoring, key=lambda r: PHASES.index(r.phase))
+        ]
     safety = doc.setdefault("safety", {})
-    gates = list(safety.get("gates") or [])
+    gates = [g for g in safety.get("gates") or [] if g.get("gate") != "amendment_not_rechecked"]
     if unchecked:
         # The automatic gate checked the board's items, not what the MDT wrote: say so on
         # every item the amendment added or changed, as a gate that is not checked.
@@ -294,22 +502,41 @@ def _amended(
         "reason": reason,
         "by": author,
         "at": timezone.now().isoformat(timespec="seconds"),
+        "changes": plan_changes(base.payload, doc),
     }
+    for item in [*components, *rejected]:
+        item.pop(ORIGIN, None)
     return doc
+
+
+def _origin(edit: ComponentEdit) -> str:
+    if edit.source is not None:
+        return f"c{edit.source}"
+    if edit.ruled_out_source is not None:
+        return f"r{edit.ruled_out_source}"
+    return ""
 
 
 @transaction.atomic
 def plan_amend(
     *,
-    actor: Any,
+    actor: User,
     consultation: Consultation,
-    edits: list[ComponentEdit],
+    edits: Sequence[ComponentEdit],
     reason: str,
     idempotency_key: Any,
     base_version: int | None,
+    with_ruled_out: bool = False,
+    intent: str | None = None,
+    monitoring: Sequence[MonitoringEdit] | None = None,
 ) -> PlanVersion:
-    """A new immutable, hashed plan version from the current one with the clinician's
-    edits, and the team's decision "amended" on it. Earlier versions stay as they were."""
+    """A new immutable, hashed plan version from the current one with the clinician's edits,
+    and the team's decision "amended" on it. Earlier versions stay as they were.
+
+    ``edits`` are the pathway and the alternatives (and, with ``with_ruled_out``, every option
+    ruled out too, as the amend form sends them; otherwise the version keeps the ones it had,
+    plus any item moved there); ``intent`` and ``monitoring``, when given, replace the
+    version's. A version that contradicts itself is refused with every reason."""
     key = _key(idempotency_key)
     existing = PlanVersion.objects.filter(idempotency_key=key).first()
     if existing is not None:
@@ -317,17 +544,30 @@ def plan_amend(
             raise ReviewError(KEY_REUSED)
         return existing
     reason = (reason or "").strip()[:MAX_TEXT]
-    errors = _validate(edits, reason)
+    errors = _validate(edits, reason, intent, monitoring)
     if errors:
         raise ReviewError(errors[0], errors)
-    state = _locked(consultation)
+    locked = _locked(consultation)
     existing = PlanVersion.objects.filter(idempotency_key=key).first()
     if existing is not None:
         return existing
+    state = locked.state
+    if state.stage != ReviewStage.AWAITING:
+        raise ReviewError(_decided_already(state))
     _check_base(state, base_version)
     base = state.current
     number = base.number + 1
-    payload = _amended(base, edits, reason, number, str(actor))
+    payload = _amended(
+        base,
+        edits,
+        reason,
+        number,
+        str(actor),
+        with_ruled_out=with_ruled_out,
+        intent=intent,
+        monitoring=monitoring,
+    )
+    _coherent(payload)
     version = PlanVersion.objects.create(
         consultation=consultation,
         number=number,
@@ -346,7 +586,9 @@ def plan_amend(
         plan_hash=version.content_hash,
         reviewer=actor,
         idempotency_key=uuid.uuid5(key, "review"),
+        cycle=locked.progress.cycle,
     )
+    _move(locked, locked.progress.amend, _decided_already(state))
     audit_record(
         action="plan.review.amend",
         actor=actor,
@@ -357,6 +599,8 @@ def plan_amend(
             "plan_hash": version.content_hash,
             "based_on": base.number,
             "based_on_hash": base.content_hash,
+            "cycle": review.cycle,
+            "changes": len(payload["amendment"]["changes"]),
         },
     )
     learn_from_review(review.pk)
@@ -373,7 +617,7 @@ class Attendee:
 @transaction.atomic
 def meeting_record(
     *,
-    actor: Any,
+    actor: User,
     consultation: Consultation,
     held_on: date,
     attendees: list[Attendee],
@@ -381,7 +625,7 @@ def meeting_record(
     dissent: str,
     responsible_id: int,
 ) -> MdtMeeting:
-    """Record (or correct, until sign-off) the meeting that discussed the case."""
+    """Record (or correct, until sign-off) the meeting that discussed the team's decision."""
     errors = []
     people = [a for a in attendees if a.name.strip() or a.specialty.strip()]
     if not people:
@@ -397,7 +641,8 @@ def meeting_record(
         errors.append("Choose the responsible clinician among the team's clinicians.")
     if errors:
         raise ReviewError(errors[0], errors)
-    _locked(consultation)
+    locked = _locked(consultation)
+    _move(locked, locked.progress.record_meeting, MEETING_BEFORE_DECISION)
     values = {
         "held_on": held_on,
         "attendees": [{"name": a.name.strip(), "specialty": a.specialty.strip()} for a in people],
@@ -423,23 +668,34 @@ def meeting_record(
             "changed": changed,
             "attendees": len(people),
             "responsible": responsible.pk if responsible else None,
+            "cycle": locked.progress.cycle,
         },
     )
     return meeting
 
 
 @transaction.atomic
-def plan_sign_off(*, actor: Any, consultation: Consultation) -> SignOff:
+def plan_sign_off(
+    *, actor: User, consultation: Consultation, version: int | None, confirmed: bool
+) -> SignOff:
+    """The responsible clinician signs off the decided version, having confirmed which one
+    (``version``, as the confirmation named it): the review closes."""
     if not has_role(actor, Role.CLINICIAN):
         raise ReviewForbidden(NOT_CLINICIAN)
-    state = _locked(consultation)
-    if state.decision is None:
+    locked = _locked(consultation)
+    state = locked.state
+    decision = state.decision
+    if decision is None:
         raise ReviewError(NO_DECISION)
-    if state.meeting is None:
+    if state.meeting is None or state.stage != ReviewStage.MEETING:
         raise ReviewError(NO_MEETING)
     if state.meeting.responsible_id != actor.pk:
         raise ReviewForbidden(NOT_RESPONSIBLE.format(name=state.meeting.responsible))
-    decision = state.decision
+    if version != decision.plan_number:
+        raise ReviewError(STALE.format(current=decision.plan_number))
+    if not confirmed:
+        raise ReviewError(CONFIRM_SIGN_OFF.format(number=decision.plan_number))
+    _move(locked, locked.progress.sign_off, NO_MEETING)
     sign_off = SignOff.objects.create(
         consultation=consultation,
         review=decision,
@@ -461,85 +717,8 @@ def plan_sign_off(*, actor: Any, consultation: Consultation) -> SignOff:
     return sign_off
 
 
-# --- the MDT decision as the comparator of a rating study ---------------------------------------
-NO_MDT_DECISION = (
-    "Record the team's decision (accept or amend) and the meeting before using it as the "
-    "comparator plan."
-)
-REJECTED_NO_PLAN = (
-    "The team rejected the board's plan, so there is no decided plan to copy: enter the plan "
-    "the team chose on the comparator page."
-)
-# What the review adds to a plan that is about the review, not the team's treatment plan; a
-# rater comparing plans must not see it (it would say which plan the people wrote).
-_REVIEW_GATES = frozenset({"amendment_not_rechecked"})
-_MDT_PREFIX = "MDT: "
-
-
-def _comparator_document(state: ReviewState, final_decision: str) -> dict[str, Any]:
-    """The decided plan version as the team's plan: its items, safety, monitoring and options
-    ruled out; in the team's own words (the meeting's final decision) for the summary."""
-    doc = copy.deepcopy(state.decided.payload)
-    doc.pop("amendment", None)
-    recommendation = doc.setdefault("recommendation", {})
-    recommendation["summary"] = final_decision
-    safety = doc.setdefault("safety", {})
-    safety["gates"] = [g for g in safety.get("gates") or [] if g.get("gate") not in _REVIEW_GATES]
-    for option in doc.get("rejected_options") or []:
-        reason = option.get("reason")
-        if isinstance(reason, str) and reason.startswith(_MDT_PREFIX):
-            option["reason"] = reason.removeprefix(_MDT_PREFIX)
-    return doc
-
-
-@transaction.atomic
-def comparator_from_mdt_decision(*, actor: Any, consultation: Consultation) -> ComparatorPlan:
-    """The team's recorded decision (the accepted or amended plan version, with the meeting's
-    final decision as its summary) becomes the dossier's comparator plan for rating studies.
-    Idempotent: while the decision and the meeting record are unchanged, pressing again
-    returns the comparator already made from them; after a correction it makes a new version.
-    Allowed after sign-off (that is when the decision is final)."""
-    locked = Consultation.objects.select_for_update().get(pk=consultation.pk)
-    if locked.status != ConsultationStatus.COMPLETED or not hasattr(locked, "plan"):
-        raise ReviewError(NO_PLAN)
-    state = review_state_get(consultation=locked)
-    decision = state.decision
-    if decision is None or state.meeting is None:
-        raise ReviewError(NO_MDT_DECISION)
-    if decision.decision == Decision.REJECT:
-        raise ReviewError(REJECTED_NO_PLAN)
-    cleaned, problems = validate_plan(_comparator_document(state, state.meeting.final_decision))
-    if cleaned is None:
-        raise ReviewError(
-            "The decided plan cannot be used as a comparator: "
-            + "; ".join(str(p) for p in problems)
-        )
-    cleaned["case_id"] = locked.dossier.case_id
-    source_ref = comparator_ref(decision)
-    latest = ComparatorPlan.objects.filter(dossier_id=locked.dossier_id).order_by("-number").first()
-    if (
-        latest is not None
-        and latest.source == ComparatorSource.MDT_DECISION
-        and latest.source_ref == source_ref
-        and latest.content_hash == payload_hash(cleaned)
-    ):
-        return latest  # the same decision pressed again: already the comparator
-    try:
-        return comparator_create(
-            actor=actor,
-            dossier=locked.dossier,
-            plan=cleaned,
-            source=ComparatorSource.MDT_DECISION,
-            source_ref=source_ref,
-        )
-    except ComparatorInvalid as exc:
-        raise ReviewError(str(exc), [str(e) for e in exc.errors]) from exc
-    except RatingServiceError as exc:
-        raise ReviewError(str(exc)) from exc
-
-
 # --- exports -------------------------------------------------------------------------------------
-def plan_version_export(*, actor: Any, consultation: Consultation, number: int) -> dict[str, Any]:
+def plan_version_export(*, actor: User, consultation: Consultation, number: int) -> dict[str, Any]:
     """One plan version as ``mdtboard.plan/1``, exactly as stored (audited)."""
     version = next(
         (v for v in plan_versions(consultation=consultation) if v.number == number), None
@@ -609,16 +788,28 @@ def case_record(*, consultation: Consultation) -> dict[str, Any]:
             }
             for v in state.versions
         ],
+        "review_stage": state.stage,
         "reviews": [
             {
                 "decision": r.decision,
                 "reason": r.reason,
+                "reason_kind": r.reason_kind,
                 "plan_version": r.plan_number,
                 "plan_hash": r.plan_hash,
                 "reviewer": str(r.reviewer),
                 "created_at": _when(r.created_at),
+                "cycle": r.cycle,
             }
             for r in state.reviews
+        ],
+        "reopenings": [
+            {
+                "cycle": r.cycle,
+                "reason": r.reason,
+                "reopened_by": str(r.reopened_by),
+                "created_at": _when(r.created_at),
+            }
+            for r in state.reopenings
         ],
         "meeting": None
         if meeting is None
@@ -640,7 +831,7 @@ def case_record(*, consultation: Consultation) -> dict[str, Any]:
     }
 
 
-def case_record_export(*, actor: Any, consultation: Consultation) -> dict[str, Any]:
+def case_record_export(*, actor: User, consultation: Consultation) -> dict[str, Any]:
     record = case_record(consultation=consultation)
     audit_record(
         action="consultation.record.export",
@@ -656,7 +847,7 @@ REPORT_DIR = "reports"
 
 
 @transaction.atomic
-def report_request(*, actor: Any, consultation: Consultation, paper: str) -> PlanReport:
+def report_request(*, actor: User, consultation: Consultation, paper: str) -> PlanReport:
     """Queue a PDF of the decided plan version. A request while the same report is still
     being made returns that one rather than a second."""
     if paper not in PaperSize.values:
@@ -701,6 +892,21 @@ def learn_from_review(review_id: int) -> None:
         try:
             task.delay(review_id)
         except Exception:  # noqa: BLE001 - the decision is saved; only the lesson is lost
+            logger.warning("review %s: the memory task could not be queued", review_id)
+
+    transaction.on_commit(enqueue)
+
+
+def unlearn_review(review_id: int) -> None:
+    """A decision reopened teaches nothing any more: the worker retires what the memory
+    learnt from it (the decision itself stays on record)."""
+
+    def enqueue() -> None:
+        from consult.tasks import experience_forget_review as task
+
+        try:
+            task.delay(review_id)
+        except Exception:  # noqa: BLE001 - the reopening is saved; a prune pass retries
             logger.warning("review %s: the memory task could not be queued", review_id)
 
     transaction.on_commit(enqueue)
@@ -774,7 +980,7 @@ def report_render(*, report_id: int) -> str:
     return ReportStatus.DONE
 
 
-def report_download_record(*, actor: Any, report: PlanReport) -> None:
+def report_download_record(*, actor: User, report: PlanReport) -> None:
     audit_record(
         action="plan.report.download",
         actor=actor,

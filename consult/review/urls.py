@@ -18,11 +18,7 @@ urlpatterns = [
     path("consultations/<int:pk>/review/amend/", views.plan_amend, name="amend"),
     path("consultations/<int:pk>/review/meeting/", views.meeting, name="meeting"),
     path("consultations/<int:pk>/review/sign-off/", views.sign_off, name="sign-off"),
-    path(
-        "consultations/<int:pk>/review/comparator/",
-        views.comparator_from_decision,
-        name="comparator",
-    ),
+    path("consultations/<int:pk>/review/reopen/", views.review_reopen, name="reopen"),
     path("consultations/<int:pk>/reports/", views.report_request, name="report-request"),
     path("reports/<int:pk>/", views.report_status, name="report-status"),
     path("reports/<int:pk>/download/", views.report_download, name="report-download"),

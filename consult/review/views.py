@@ -8,12 +8,13 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import FileResponse, Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from clinical.calculators import derive_all
+from consult.engine.coherence import plan_findings
 from consult.models import Consultation
 from consult.review import selectors, services
 from consult.review.forms import (
@@ -22,13 +23,18 @@ from consult.review.forms import (
     ComponentFormSet,
     DecisionForm,
     MeetingForm,
+    MonitoringFormSet,
+    ReopenForm,
     ReportForm,
+    SignOffForm,
     component_initial,
+    monitoring_initial,
 )
 from consult.review.models import ReportStatus
 from consult.review.presenters import plan_diff, recommendation_view
 from consult.review.report import final_dissent
 from consult.review.selectors import ReviewState, VersionView
+from mdtboard.accounts.roles import Role, has_role
 from mdtboard.audit.services import audit_record
 from mdtboard.core.http import AuthedRequest, vary_on_htmx, wants_fragment
 
@@ -58,8 +64,6 @@ def _plan_page(
     )
     base = state.version(version.based_on) if version.based_on else None
 
-    comparator = selectors.comparator_latest(consultation=consultation)
-
     context = {
         "consultation": consultation,
         "state": state,
@@ -71,14 +75,12 @@ def _plan_page(
         "dissent": final_dissent(consultation=consultation),
         "models": selectors.consultation_models(consultation=consultation),
         "decision_form": DecisionForm(base=state.current.number),
+        "reopen_form": ReopenForm(base=state.current.number),
         "report_form": ReportForm(),
         "may_sign_off": selectors.may_sign_off(user=request.user, state=state),
-        "comparator": comparator,
-        "comparator_is_decision": bool(
-            comparator
-            and state.decision
-            and comparator.source_ref == selectors.comparator_ref(state.decision)
-        ),
+        # What accepting the current version would sign: a plan that contradicts itself is
+        # amended, not accepted (the service refuses it; the page says why beforehand).
+        "findings": plan_findings(state.current.payload) if state.awaiting else [],
     }
     return render(request, "review/plan.html", context)
 
@@ -143,6 +145,7 @@ def review_decide(request: AuthedRequest, pk: int) -> HttpResponse:
             consultation=consultation,
             decision=form.cleaned_data["decision"],
             reason=form.cleaned_data["reason"],
+            reason_kind=form.cleaned_data["reason_kind"],
             idempotency_key=form.cleaned_data["key"],
             base_version=form.cleaned_data["base"],
         )
@@ -155,6 +158,18 @@ def review_decide(request: AuthedRequest, pk: int) -> HttpResponse:
     return _back(pk)
 
 
+def _with_added_row(data: QueryDict, prefixes: tuple[str, ...]) -> QueryDict | None:
+    """The form sent back with one more empty row, when the clinician pressed a formset's
+    "Add" button with JavaScript off (the script adds the row in the page instead)."""
+    for prefix in prefixes:
+        if f"add-{prefix}" in data:
+            grown = data.copy()
+            total = f"{prefix}-TOTAL_FORMS"
+            grown[total] = str(int(data.get(total) or 0) + 1)
+            return grown
+    return None
+
+
 @require_http_methods(["GET", "POST"])
 def plan_amend(request: AuthedRequest, pk: int) -> HttpResponse:
     consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
@@ -163,13 +178,17 @@ def plan_amend(request: AuthedRequest, pk: int) -> HttpResponse:
         messages.error(request, services.SIGNED)
         return _back(pk)
     current = state.current
-    components = (current.payload.get("recommendation") or {}).get("components") or []
+    payload = current.payload
+    components = (payload.get("recommendation") or {}).get("components") or []
     status = 200
     if request.method == "POST":
-        form = AmendForm(request.POST)
-        formset = ComponentFormSet(request.POST, prefix="c")
-        if form.is_valid() and formset.is_valid():
+        grown = _with_added_row(request.POST, ("c", "m"))
+        form = AmendForm(grown or request.POST)
+        formset = ComponentFormSet(grown or request.POST, prefix="c")
+        follow_up = MonitoringFormSet(grown or request.POST, prefix="m")
+        if grown is None and form.is_valid() and formset.is_valid() and follow_up.is_valid():
             edits = [e for e in (f.edit() for f in formset.forms) if e is not None]
+            rows = [r for r in (f.row() for f in follow_up.forms) if r is not None]
             try:
                 version = services.plan_amend(
                     actor=request.user,
@@ -178,6 +197,9 @@ def plan_amend(request: AuthedRequest, pk: int) -> HttpResponse:
                     reason=form.cleaned_data["reason"],
                     idempotency_key=form.cleaned_data["key"],
                     base_version=form.cleaned_data["base"],
+                    with_ruled_out=True,
+                    intent=form.cleaned_data["intent"],
+                    monitoring=rows,
                 )
             except services.ReviewError as exc:
                 for error in exc.errors:
@@ -189,14 +211,28 @@ def plan_amend(request: AuthedRequest, pk: int) -> HttpResponse:
                     f"version {version.based_on} is kept as it was.",
                 )
                 return _back(pk)
-        status = 422
+        status = 200 if grown is not None else 422
     else:
-        form = AmendForm(base=current.number)
-        formset = ComponentFormSet(prefix="c", initial=component_initial(components))
+        intent = (payload.get("recommendation") or {}).get("intent")
+        form = AmendForm(base=current.number, initial={"intent": intent})
+        formset = ComponentFormSet(
+            prefix="c",
+            initial=component_initial(components, list(payload.get("rejected_options") or [])),
+        )
+        follow_up = MonitoringFormSet(
+            prefix="m", initial=monitoring_initial(list(payload.get("monitoring") or []))
+        )
     return render(
         request,
         "review/amend.html",
-        {"consultation": consultation, "version": current, "form": form, "formset": formset},
+        {
+            "consultation": consultation,
+            "state": state,
+            "version": current,
+            "form": form,
+            "formset": formset,
+            "follow_up": follow_up,
+        },
         status=status,
     )
 
@@ -211,15 +247,17 @@ def meeting(request: AuthedRequest, pk: int) -> HttpResponse:
     clinicians = list(selectors.team_clinicians(consultation=consultation))
     status = 200
     if request.method == "POST":
-        form = MeetingForm(request.POST, clinicians=clinicians)
-        attendees = AttendeeFormSet(request.POST, prefix="a")
-        if form.is_valid() and attendees.is_valid():
+        grown = _with_added_row(request.POST, ("a",))
+        form = MeetingForm(grown or request.POST, clinicians=clinicians)
+        attendees = AttendeeFormSet(grown or request.POST, prefix="a")
+        if grown is None and form.is_valid() and attendees.is_valid():
+            people = [a for a in (f.attendee() for f in attendees.forms) if a is not None]
             try:
                 services.meeting_record(
                     actor=request.user,
                     consultation=consultation,
                     held_on=form.cleaned_data["held_on"],
-                    attendees=[f.attendee() for f in attendees.forms],
+                    attendees=people,
                     final_decision=form.cleaned_data["final_decision"],
                     dissent=form.cleaned_data["dissent"],
                     responsible_id=form.cleaned_data["responsible"],
@@ -230,11 +268,11 @@ def meeting(request: AuthedRequest, pk: int) -> HttpResponse:
             else:
                 messages.success(request, "Meeting recorded.")
                 return _back(pk)
-        status = 422
+        status = 200 if grown is not None else 422
     else:
         existing = state.meeting
         initial: dict[str, Any] = {"responsible": request.user.pk}
-        people: list[dict[str, str]] = []
+        people_rows: list[dict[str, str]] = []
         if existing is not None:
             initial = {
                 "held_on": existing.held_on,
@@ -242,9 +280,9 @@ def meeting(request: AuthedRequest, pk: int) -> HttpResponse:
                 "dissent": existing.dissent,
                 "responsible": existing.responsible_id,
             }
-            people = list(existing.attendees)
+            people_rows = list(existing.attendees)
         form = MeetingForm(initial=initial, clinicians=clinicians)
-        attendees = AttendeeFormSet(prefix="a", initial=people)
+        attendees = AttendeeFormSet(prefix="a", initial=people_rows)
     return render(
         request,
         "review/meeting.html",
@@ -253,42 +291,83 @@ def meeting(request: AuthedRequest, pk: int) -> HttpResponse:
     )
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def sign_off(request: AuthedRequest, pk: int) -> HttpResponse:
+    """Sign-off asks first: the page names the version, its hash and its pathway, and the
+    clinician confirms that version (a plan amended meanwhile is not signed)."""
     consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
-    try:
-        done = services.plan_sign_off(actor=request.user, consultation=consultation)
-    except services.ReviewForbidden as exc:
-        raise PermissionDenied(str(exc)) from exc
-    except services.ReviewError as exc:
-        _errors(request, exc)
+    if not has_role(request.user, Role.CLINICIAN):
+        raise PermissionDenied(services.NOT_CLINICIAN)
+    state = selectors.review_state_get(consultation=consultation)
+    if state.sign_off is not None:
+        messages.info(request, services.SIGNED)
         return _back(pk)
-    messages.success(request, f"Plan version {done.plan_number} signed off.")
-    return _back(pk)
+    decided = state.decided
+    form = SignOffForm(initial={"version": decided.number})
+    status = 200
+    if request.method == "POST":
+        form = SignOffForm(request.POST)
+        version = form.cleaned_data["version"] if form.is_valid() else None
+        confirmed = bool(form.is_valid() and form.cleaned_data["confirm"])
+        try:
+            done = services.plan_sign_off(
+                actor=request.user, consultation=consultation, version=version, confirmed=confirmed
+            )
+        except services.ReviewForbidden as exc:
+            raise PermissionDenied(str(exc)) from exc
+        except services.ReviewError as exc:
+            for error in exc.errors:
+                form.add_error(None, error)
+            status = 422
+        else:
+            messages.success(request, f"Plan version {done.plan_number} signed off.")
+            return _back(pk)
+    elif not selectors.may_sign_off(user=request.user, state=state):
+        messages.error(
+            request,
+            services.NOT_RESPONSIBLE.format(name=state.meeting.responsible)
+            if state.meeting is not None and state.decision is not None
+            else services.NO_MEETING,
+        )
+        return _back(pk)
+    return render(
+        request,
+        "review/sign_off.html",
+        {
+            "consultation": consultation,
+            "state": state,
+            "version": decided,
+            "pathway": [
+                c
+                for c in (decided.payload.get("recommendation") or {}).get("components") or []
+                if (c.get("role") or "primary") == "primary"
+            ],
+            "form": form,
+        },
+        status=status,
+    )
 
 
 @require_POST
-def comparator_from_decision(request: AuthedRequest, pk: int) -> HttpResponse:
+def review_reopen(request: AuthedRequest, pk: int) -> HttpResponse:
     consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
-    before = selectors.comparator_latest(consultation=consultation)
+    form = ReopenForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "The form is missing its submission key; reload the page.")
+        return _back(pk)
     try:
-        comparator = services.comparator_from_mdt_decision(
-            actor=request.user, consultation=consultation
+        services.review_reopen(
+            actor=request.user,
+            consultation=consultation,
+            reason=form.cleaned_data["reason"],
+            idempotency_key=form.cleaned_data["key"],
         )
     except services.ReviewError as exc:
         _errors(request, exc)
         return _back(pk)
-    if before is not None and before.pk == comparator.pk:
-        messages.info(
-            request,
-            f"The team's decision is already the comparator plan (version {comparator.number}).",
-        )
-    else:
-        messages.success(
-            request,
-            f"The team's decision is now comparator plan version {comparator.number} for "
-            "rating studies.",
-        )
+    messages.success(
+        request, "The decision is reopened: record the team's new decision, then the meeting."
+    )
     return _back(pk)
 
 

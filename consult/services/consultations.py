@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import fields
 from datetime import timedelta
@@ -94,9 +95,21 @@ def consultation_start(
     engine: str = EngineChoice.GUIDELINE,
     max_rounds: int = 3,
     enqueue: bool = True,
+    idempotency_key: uuid.UUID | None = None,
 ) -> Consultation:
-    """Queue a deliberation on the dossier's latest submitted snapshot."""
-    dossier = LesionDossier.objects.get(pk=dossier.pk)  # the status as saved, not as passed
+    """Queue a deliberation on the dossier's latest submitted snapshot. With the key of the
+    form that asked (``idempotency_key``), the same form sent again, or twenty times at once,
+    starts one consultation and returns it each time."""
+    if idempotency_key is not None:
+        existing = Consultation.objects.filter(idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return _same_form(existing, actor=actor, dossier=dossier)
+    # The dossier's row, locked: parallel sends of one form are taken one at a time.
+    dossier = LesionDossier.objects.select_for_update().get(pk=dossier.pk)
+    if idempotency_key is not None:
+        existing = Consultation.objects.filter(idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return _same_form(existing, actor=actor, dossier=dossier)
     snapshot = dossier.snapshots.order_by("-number").first()
     if dossier.status != DossierStatus.SUBMITTED or snapshot is None:
         raise ConsultationError(NOT_SUBMITTED)
@@ -116,6 +129,7 @@ def consultation_start(
         dossier=dossier,
         engine=engine,
         created_by=actor,
+        idempotency_key=idempotency_key,
         config={
             "max_rounds": config.max_rounds,
             "agreement": config.agreement,
@@ -143,6 +157,15 @@ def consultation_start(
     if enqueue:
         transaction.on_commit(lambda: _enqueue(consultation.pk))
     return consultation
+
+
+FORM_REUSED = "This form was already used for another dossier; reload the page."
+
+
+def _same_form(existing: Consultation, *, actor: Any, dossier: LesionDossier) -> Consultation:
+    if existing.dossier_id != dossier.pk or existing.created_by_id != actor.pk:
+        raise ConsultationError(FORM_REUSED)
+    return existing
 
 
 def _enqueue(consultation_id: int) -> None:

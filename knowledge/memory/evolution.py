@@ -3,6 +3,13 @@ patterns that several ChainKB entries share, the system proposes a refinement of
 small, capped step of a consensus weight. A proposal changes nothing until an administrator
 approves it; an approved version can be rolled back, which restores the one it replaced.
 
+Only vetted judgements reach here (consult/learning.py: no flagged rating until cleared, no
+administrative rejection, no rater whose agreement is poor, nothing from a reopened decision),
+and a pattern counts only across ``EVOLUTION_MIN_PATTERN`` distinct cases judged by at least
+``EVOLUTION_MIN_REVIEWERS`` distinct people: one case or one reviewer repeated is not a pattern.
+A proposal states its evidence in plain sentences (the cases, how many people judged them, and
+their reasons as they gave them).
+
 Patterns (over active ChainKB entries not yet behind a proposal):
 - ``<cancer>:removed:<modality>``: the team took items of this modality out of the board's
   pathway in EVOLUTION_MIN_PATTERN cases of that cancer or more -> a refinement of the
@@ -68,12 +75,50 @@ def _covered(pattern: str) -> set[int]:
     return ids
 
 
+def _clean(text: str) -> str:
+    """Free text as a quotation inside a sentence: one line, no end stop of its own."""
+    return " ".join(str(text or "").split()).strip(" .;:,")
+
+
+def _reason(entry: ExperienceEntry) -> str:
+    """The reason the team or the rater gave for the correction."""
+    given = (entry.signals or {}).get("reason")
+    if not given:  # entries recorded before the reason was kept as data
+        reflection = entry.error_reflection
+        given = reflection.split("Reason: ", 1)[1] if "Reason: " in reflection else ""
+        given = given.split(" Taken out of", 1)[0]
+    return _clean(given)[:240]
+
+
+def _listed(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _evidence(entries: list[ExperienceEntry]) -> str:
+    """The cases behind a proposal and who judged them, as a clause."""
+    cases = len({e.case_ref for e in entries})
+    people = len({e.judged_by_ref for e in entries})
+    return (
+        f"{cases} reviewed case{'s' if cases != 1 else ''} "
+        f"({_listed([e.label for e in entries])}), judged by {people} "
+        f"{'people' if people != 1 else 'person'}"
+    )
+
+
+def _in_sentence(label: str) -> str:
+    """A label inside a sentence: "Hepatocellular carcinoma" -> "hepatocellular carcinoma"
+    (an acronym such as "HCC" stays as it is)."""
+    return label if label[1:2].isupper() else label[:1].lower() + label[1:]
+
+
 def _reasons(entries: Iterable[ExperienceEntry]) -> str:
-    lines = []
-    for e in entries:
-        reflection = e.error_reflection.split(" Taken out of")[0]
-        lines.append(f"{e.label}: {reflection[:240]}")
-    return "; ".join(lines)
+    reasons = [f"“{r}”" for r in dict.fromkeys(_reason(e) for e in entries) if r]
+    if not reasons:
+        return "No reason was recorded."
+    return f"The reasons given: {'; '.join(reasons)}."
 
 
 def _next_number(model: Any, **where: Any) -> int:
@@ -85,12 +130,12 @@ def _prompt_proposal(pattern: str, entries: list[ExperienceEntry]) -> PromptVers
     cancer, _, modality = pattern.split(":", 2)
     active = PromptVersion.objects.filter(prompt="treatment", status=VersionStatus.ACTIVE).first()
     label = CANCER_TYPE_LABELS.get(CancerType(cancer), cancer) if cancer in _CANCERS else cancer
-    cases = ", ".join(e.label for e in entries)
+    cases = _listed([e.label for e in entries])
     lesson = (
         f"- {label}: in {len(entries)} reviewed cases ({cases}) the team took {modality} "
-        f"items out of the board's pathway. Before proposing {modality} in a similar case, "
-        "state the patient facts that make it suitable and check them against the reasons "
-        "the team gave, which the similar past cases you receive repeat."
+        f"out of the board's pathway. Before proposing {modality} in a similar case, state "
+        "the patient facts that make it suitable and check them against the reasons the "
+        "team gave, which the similar past cases you receive repeat."
     )
     addendum = f"{active.addendum}\n{lesson}" if active is not None else lesson
     return PromptVersion.objects.create(
@@ -99,8 +144,9 @@ def _prompt_proposal(pattern: str, entries: list[ExperienceEntry]) -> PromptVers
         addendum=addendum,
         content_hash=hashlib.sha256(addendum.encode()).hexdigest(),
         rationale=(
-            f"{len(entries)} ChainKB entries share the pattern: {modality} removed from the "
-            f"pathway ({cancer}). Reasons: {_reasons(entries)}"
+            f"In {_evidence(entries)}, the team took {modality} out of the board's pathway "
+            f"in {_in_sentence(label)}. "
+            f"{_reasons(entries)}"
         ),
         based_on=[e.pk for e in entries],
         pattern=pattern,
@@ -115,14 +161,19 @@ def _weight_proposal(pattern: str, entries: list[ExperienceEntry]) -> WeightVers
     if current + step > cap + 1e-9:
         return None  # at the cap: a prompt refinement, or a human, must do the rest
     offsets["safety"] = round(current + step, 4)
-    cancers = ", ".join(sorted({e.cancer_type for e in entries}))
+    cancers = _listed(
+        sorted(
+            _in_sentence(CANCER_TYPE_LABELS.get(CancerType(c), c)) if c in _CANCERS else c
+            for c in {e.cancer_type for e in entries}
+        )
+    )
     return WeightVersion.objects.create(
         number=_next_number(WeightVersion),
         offsets=offsets,
         rationale=(
-            f"{len(entries)} ChainKB entries ({cancers}) were corrected for safety reasons: "
-            f"Safety's consensus weight +{step} (now {offsets['safety']:+.2f}, cap ±{cap}). "
-            f"Reasons: {_reasons(entries)}"
+            f"In {_evidence(entries)}, the board's plan was corrected for reasons of safety "
+            f"({cancers}). Safety's consensus weight goes up by {step} (to "
+            f"{offsets['safety']:+.2f}; the cap is ±{cap}). {_reasons(entries)}"
         ),
         based_on=[e.pk for e in entries],
         pattern=pattern,
@@ -134,9 +185,14 @@ def evolution_propose() -> list[PromptVersion | WeightVersion]:
     """Draw proposals from the ChainKB patterns that reached the threshold. Idempotent: the
     same entries never propose twice; nothing proposed takes effect."""
     minimum = settings.EVOLUTION_MIN_PATTERN
+    reviewers = settings.EVOLUTION_MIN_REVIEWERS
     groups: dict[str, list[ExperienceEntry]] = defaultdict(list)
+    # An entry that does not say which case and whose judgement it is counts toward nothing.
     chain = ExperienceEntry.objects.filter(
-        kind=EntryKind.CHAIN, status=EntryStatus.ACTIVE
+        kind=EntryKind.CHAIN,
+        status=EntryStatus.ACTIVE,
+        case_ref__isnull=False,
+        judged_by_ref__isnull=False,
     ).order_by("id")
     for entry in chain:
         for pattern in _patterns(entry):
@@ -145,7 +201,8 @@ def evolution_propose() -> list[PromptVersion | WeightVersion]:
     for pattern, entries in sorted(groups.items()):
         covered = _covered(pattern)
         new = [e for e in entries if e.pk not in covered]
-        if len(new) < minimum:
+        distinct_cases = {e.case_ref for e in new}
+        if len(distinct_cases) < minimum or len({e.judged_by_ref for e in new}) < reviewers:
             continue
         proposal: PromptVersion | WeightVersion | None
         if pattern.endswith(":safety"):

@@ -44,6 +44,10 @@ class ExperienceEntry(models.Model):
     # "review:12", "rating:7": one entry per review or rating, however often its task runs.
     source_ref = models.CharField(max_length=40)
     consultation_ref = models.PositiveIntegerField(null=True, blank=True)
+    # The case (dossier) and the person whose judgement it records: a pattern for evolution
+    # needs distinct cases and distinct reviewers, not one case or one reviewer many times.
+    case_ref = models.PositiveIntegerField(null=True, blank=True)
+    judged_by_ref = models.PositiveIntegerField(null=True, blank=True)
     cancer_type = models.CharField(max_length=32)
     case_summary = models.TextField()
     question = models.TextField(blank=True)

@@ -80,6 +80,11 @@ def experience_list(
     return entries.defer("embedding")
 
 
+def experience_learnt_from(*, source_ref: str) -> ExperienceEntry | None:
+    """The entry learnt from a review or rating ("review:12", "rating:7"), if any."""
+    return ExperienceEntry.objects.filter(source_ref=source_ref).first()
+
+
 def experience_get(*, pk: int) -> ExperienceEntry:
     return ExperienceEntry.objects.get(pk=pk)
 

@@ -67,6 +67,8 @@ class EntryDraft:
     question: str
     plan: str
     consultation_ref: int | None = None
+    case_ref: int | None = None  # the dossier
+    judged_by_ref: int | None = None  # the reviewer or rater
     key_reasoning: str = ""
     initial_hypothesis: str = ""
     analysis: str = ""
@@ -118,6 +120,8 @@ def experience_record(*, draft: EntryDraft, actor: Any = None) -> ExperienceEntr
         source=draft.source,
         source_ref=draft.source_ref,
         consultation_ref=draft.consultation_ref,
+        case_ref=draft.case_ref,
+        judged_by_ref=draft.judged_by_ref,
         cancer_type=draft.cancer_type,
         signals=dict(draft.signals),
         written_by=draft.written_by[:120],
@@ -182,6 +186,55 @@ def experience_retire(*, actor: Any, entry: ExperienceEntry, reason: str) -> Exp
         payload={"by": "admin" if actor is not None else "prune"},
     )
     return entry
+
+
+# An entry retired because its judgement is not (or no longer) vetted: it comes back when it is.
+UNVETTED = "Not vetted: "
+
+
+@transaction.atomic
+def experience_unvet(*, source_ref: str, reason: str) -> int:
+    """Retire the active entries learnt from ``source_ref`` ("review:12", "rating:7"): the
+    judgement was taken back or is not vetted (a reason the administrator's page shows)."""
+    entries = list(
+        ExperienceEntry.objects.select_for_update().filter(
+            source_ref=source_ref, status=EntryStatus.ACTIVE
+        )
+    )
+    for entry in entries:
+        entry.status = EntryStatus.RETIRED
+        entry.retired_reason = (UNVETTED + reason)[:300]
+        entry.retired_at = timezone.now()
+        entry.save(update_fields=["status", "retired_reason", "retired_at", "updated_at"])
+        audit_record(
+            action="memory.entry.retire",
+            obj=entry,
+            payload={"by": "vetting", "source_ref": source_ref},
+        )
+    return len(entries)
+
+
+@transaction.atomic
+def experience_revet(*, source_ref: str) -> int:
+    """Bring back the entries of ``source_ref`` that were retired only for want of vetting."""
+    entries = list(
+        ExperienceEntry.objects.select_for_update().filter(
+            source_ref=source_ref,
+            status=EntryStatus.RETIRED,
+            retired_reason__startswith=UNVETTED,
+        )
+    )
+    for entry in entries:
+        entry.status = EntryStatus.ACTIVE
+        entry.retired_reason = ""
+        entry.retired_at = None
+        entry.save(update_fields=["status", "retired_reason", "retired_at", "updated_at"])
+        audit_record(
+            action="memory.entry.reinstate",
+            obj=entry,
+            payload={"by": "vetting", "source_ref": source_ref},
+        )
+    return len(entries)
 
 
 @transaction.atomic

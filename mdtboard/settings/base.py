@@ -248,6 +248,8 @@ MEMORY_PRUNE_EVERY_S = env.float("MEMORY_PRUNE_EVERY_S", default=3600.0)
 # Evolution: a pattern shared by this many active ChainKB entries earns a proposal; a weight
 # proposal moves one role's weight by the step, never beyond the cap (either way).
 EVOLUTION_MIN_PATTERN = env.int("EVOLUTION_MIN_PATTERN", default=3)
+# ... distinct cases, judged by at least this many distinct reviewers or raters.
+EVOLUTION_MIN_REVIEWERS = env.int("EVOLUTION_MIN_REVIEWERS", default=2)
 EVOLUTION_WEIGHT_STEP = env.float("EVOLUTION_WEIGHT_STEP", default=0.1)
 EVOLUTION_WEIGHT_CAP = env.float("EVOLUTION_WEIGHT_CAP", default=0.3)
 # For a deployment that runs celery beat (each worker also keeps its own timer).

@@ -74,19 +74,32 @@ def test_clinician_amends_records_the_meeting_signs_off_and_downloads_the_pdf(
     assert version.based_on == 1
     finished.plan.refresh_from_db()
     assert finished.plan.content_hash == original  # version 1 is kept as it was
-    # when they record the meeting, naming themselves responsible
+    # when they record the meeting, naming themselves responsible (adding attendee rows as
+    # people join, and removing one added by mistake)
     page.get_by_role("link", name="Record the meeting").click()
     page.get_by_label("Meeting date").fill("2026-11-20")
     page.get_by_label("Attendee 1 name").fill("Dr A. Surgeon")
     page.get_by_label("Attendee 1 specialty").fill("Hepatobiliary surgery")
+    page.get_by_role("button", name="Add an attendee").click()
     page.get_by_label("Attendee 2 name").fill("Dr B. Oncologist")
     page.get_by_label("Attendee 2 specialty").fill("Medical oncology")
+    page.get_by_role("button", name="Add an attendee").click()
+    page.get_by_label("Attendee 3 name").fill("Dr C. Not Present")
+    page.get_by_role("button", name="Remove attendee 3").click()
+    assert not page.get_by_label("Attendee 3 name").is_visible()
     page.get_by_label("Final decision").fill("Durvalumab-tremelimumab, weight-based dosing")
     page.get_by_label("Dissent (who disagreed, and why)").fill("None")
     page.get_by_role("button", name="Save the meeting").click()
     page.wait_for_selector("text=Meeting recorded.")
-    # and sign off as the responsible clinician
-    page.get_by_role("button", name="Sign off version 2 as responsible clinician").click()
+    assert [a["name"] for a in MdtMeeting.objects.get(consultation=finished).attendees] == [
+        "Dr A. Surgeon",
+        "Dr B. Oncologist",
+    ]
+    # and sign off as the responsible clinician, once the confirmation names the version
+    page.get_by_role("link", name="Sign off version 2 as responsible clinician").click()
+    page.wait_for_selector("h1:has-text('Sign off plan version 2?')")
+    page.get_by_label("I have read plan version 2 and sign it off").check()
+    page.get_by_role("button", name="Sign off version 2").click()
     page.wait_for_selector("#signed-off")
     assert SignOff.objects.get(consultation=finished).plan_number == 2
     # when they ask for the PDF, the worker renders it while the page shows progress
@@ -108,11 +121,13 @@ def test_clinician_amends_records_the_meeting_signs_off_and_downloads_the_pdf(
     assert "durvalumab 1120 mg" in text
     width = reader.pages[0].mediabox.width
     assert round(float(width)) == 612  # US Letter, 8.5 in
-    # and the signed-off decision becomes the comparator of rating studies in one step
+    # and the signed-off decision becomes the comparator of rating studies in one step (the
+    # rating app draws that part of the page), recorded as not independent
     page.get_by_role("button", name="Use the MDT decision as the comparator plan").click()
     page.wait_for_selector("text=is now comparator plan version 1")
     comparator = ComparatorPlan.objects.get(dossier=finished.dossier)
     assert comparator.source == "mdt_decision"
+    assert not comparator.independent
     meeting = MdtMeeting.objects.get(consultation=finished)
     assert comparator.payload["recommendation"]["summary"] == meeting.final_decision
     decided = [c["description"] for c in version.payload["recommendation"]["components"]]

@@ -80,10 +80,10 @@ TABLE: dict[str, Row] = {
     "review:amend": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
     "review:meeting": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
     # Signing is the responsible clinician's act: an administrator may review, never sign.
-    "review:sign-off": {"POST": (L, A, H, D, D, D)},
-    # The team's decision as the comparator of rating studies: as the rating app's own
-    # comparator pages, the team's clinicians and administrators.
-    "review:comparator": {"POST": (L, A, H, D, D, A)},
+    # The confirmation page too: only a clinician is shown it.
+    "review:sign-off": {"GET": (L, A, H, D, D, D), "POST": (L, A, H, D, D, D)},
+    # Taking a decision back, with the reason: whoever may decide.
+    "review:reopen": {"POST": (L, A, H, D, D, A)},
     "review:report-request": {"POST": (L, A, H, D, D, A)},
     "review:report-status": {"GET": (L, A, H, D, D, A)},
     "review:report-download": {"GET": (L, A, H, D, D, A)},
@@ -121,6 +121,9 @@ TABLE: dict[str, Row] = {
     "rating:comparator-detail": {"GET": (L, A, H, D, D, A)},
     "rating:comparator-edit": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
     "rating:comparator-import": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
+    # The team's decision as the comparator of rating studies (a fragment of the plan page,
+    # and its button): as the comparator pages, the team's clinicians and administrators.
+    "rating:decision-comparator": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
     # Studies, their allocation, analytics and unblinded export: administrators only.
     # --- experience memory and governed evolution (administrators only) -----------------------
     "memory:home": {"GET": (L, D, D, D, D, A)},
@@ -134,6 +137,8 @@ TABLE: dict[str, Row] = {
     "rating:study-create": {"GET": (L, D, D, D, D, A), "POST": (L, D, D, D, D, A)},
     "rating:study-detail": {"GET": (L, D, D, D, D, A)},
     "rating:study-close": {"POST": (L, D, D, D, D, A)},
+    # Clearing a rating flagged as too fast, so that the board may learn from it.
+    "rating:rating-clear": {"POST": (L, D, D, D, D, A)},
     "rating:study-llm": {"POST": (L, D, D, D, D, A)},
     "rating:study-analytics": {"GET": (L, D, D, D, D, A)},
     "rating:study-export": {"GET": (L, D, D, D, D, A)},

@@ -19,6 +19,7 @@ from unittest import mock
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test import override_settings
 
+from consult.engine.coherence import plan_findings
 from consult.evaluation import concordance_failures
 from consult.learning import experience_from_review
 from consult.management.commands.evaluate import OWN_CASES as OWN
@@ -84,10 +85,14 @@ class Command(BaseCommand):
                 failures = concordance_failures(
                     consultation.plan.payload, json.loads(path.read_bytes()).get("expected") or {}
                 )
+                if not failures:
+                    # A plan that contradicts itself is not accepted: rejected with the reason.
+                    failures = [f.sentence for f in plan_findings(consultation.plan.payload)]
                 review = review_decide(
                     actor=actor,
                     consultation=consultation,
                     decision="accept" if not failures else "reject",
+                    reason_kind="clinical" if failures else "",
                     reason="; ".join(failures)[:1500],
                     idempotency_key=uuid.uuid4(),
                     base_version=None,

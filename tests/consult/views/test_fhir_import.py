@@ -191,7 +191,9 @@ def test_the_signed_plan_downloads_as_a_valid_careplan(
         dissent="",
         responsible_id=clinician.pk,
     )
-    review_services.plan_sign_off(actor=clinician, consultation=consultation)
+    review_services.plan_sign_off(
+        actor=clinician, consultation=consultation, version=1, confirmed=True
+    )
     response = client.get(url)
     assert response.status_code == 200
     careplan = CarePlan.model_validate(json.loads(response.content))

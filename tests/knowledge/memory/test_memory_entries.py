@@ -19,12 +19,15 @@ from tests.fixtures.consultations import completed
 pytestmark = pytest.mark.django_db
 
 
-def _decide(consultation: Any, actor: Any, decision: str, reason: str = "") -> Any:
+def _decide(
+    consultation: Any, actor: Any, decision: str, reason: str = "", kind: str = "clinical"
+) -> Any:
     return services.review_decide(
         actor=actor,
         consultation=consultation,
         decision=decision,
         reason=reason,
+        reason_kind=kind if decision == "reject" else "",
         idempotency_key=uuid.uuid4(),
         base_version=1,
     )
@@ -166,52 +169,165 @@ def test_a_retired_entry_is_not_recalled_and_cannot_be_edited(
     assert AuditEvent.objects.filter(action="memory.entry.retire", actor=admin_user).count() == 1
 
 
-def _rated(clinician: Any, team: Any, admin: Any, rater: Any, system: int, other: int) -> Any:
-    """A rater's scores for the board's plan (``system`` on every dimension) against the
-    team's own plan (``other``)."""
+def _rated(
+    clinician: Any,
+    team: Any,
+    admin: Any,
+    raters: list[Any],
+    scores: dict[int, tuple[int, int]],
+    *,
+    packets: int = 2,
+    seconds: dict[int, float] | None = None,
+) -> list[Any]:
+    """A study of ``packets`` copies of pub-hcc-01 scored by every rater: rater i gives the
+    board's plan ``scores[i][0]`` and the team's own plan ``scores[i][1]`` on every dimension,
+    after ``seconds[i]`` (default 300) with the packet open. Returns the ratings, rater by
+    rater."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from consult.rating.models import Assignment
     from consult.rating.services import assignment_open, rating_submit
-    from tests.consult.rating.support import (
-        answers,
-        study_over,
-        with_comparator,
-    )
+    from tests.consult.rating.support import answers, study_over, with_comparator
 
-    consultation = completed(clinician, team, "pub-hcc-01.json")
-    with_comparator(clinician, consultation)
-    study = study_over(admin, [consultation], [rater])
-    assignment = study.assignments.get()
-    assignment_open(actor=rater, assignment=assignment)
-    a, b = (system, other) if assignment.packet.system_position == "A" else (other, system)
-    return rating_submit(actor=rater, assignment=assignment, data=answers(a, b))
+    cases = [completed(clinician, team, "pub-hcc-01.json", copy_of=f"r{n}") for n in range(packets)]
+    for consultation in cases:
+        with_comparator(clinician, consultation)
+    study = study_over(admin, cases, raters)
+    ratings = []
+    for index, rater in enumerate(raters):
+        for assignment in study.assignments.filter(rater=rater).order_by("order"):
+            assignment_open(actor=rater, assignment=assignment)
+            Assignment.objects.filter(pk=assignment.pk).update(
+                opened_at=timezone.now() - timedelta(seconds=(seconds or {}).get(index, 300))
+            )
+            system, other = scores[index]
+            a, b = (system, other) if assignment.packet.system_position == "A" else (other, system)
+            ratings.append(rating_submit(actor=rater, assignment=assignment, data=answers(a, b)))
+    return ratings
 
 
-def test_a_plan_rated_well_feeds_correctkb(
-    clinician: Any, team: Any, admin_user: Any, rater: Any
+@pytest.fixture
+def second_rater(db: None) -> Any:
+    from tests.fixtures.personas import make_user
+
+    return make_user("rater", "rater2@hospital.test", [])
+
+
+def test_a_plan_rated_well_by_raters_who_agree_feeds_correctkb(
+    clinician: Any, team: Any, admin_user: Any, rater: Any, second_rater: Any
 ) -> None:
-    # given the board's plan rated 5 on every dimension
-    good = _rated(clinician, team, admin_user, rater, system=5, other=3)
-    entry = ExperienceEntry.objects.get(pk=learning.experience_from_rating(rating_id=good.pk))
+    # given the board's plans rated 5 on every dimension by two raters who agree
+    ratings = _rated(clinician, team, admin_user, [rater, second_rater], {0: (5, 3), 1: (5, 2)})
+    entry = ExperienceEntry.objects.get(pk=learning.experience_from_rating(rating_id=ratings[0].pk))
     assert entry.kind == EntryKind.CORRECT
     assert entry.source == "rating_good"
+    # the pass vets the whole study: every rating taught its entry, naming case and rater
+    entries = ExperienceEntry.objects.filter(source="rating_good")
+    assert entries.count() == 4
+    assert {e.judged_by_ref for e in entries} == {rater.pk, second_rater.pk}
+    assert len({e.case_ref for e in entries}) == 2
 
 
 def test_a_plan_rated_poorly_feeds_chainkb_with_the_human_plan_as_the_correct_one(
-    clinician: Any, team: Any, admin_user: Any, rater: Any
+    clinician: Any, team: Any, admin_user: Any, rater: Any, second_rater: Any
 ) -> None:
-    poor = _rated(clinician, team, admin_user, rater, system=1, other=4)
-    entry = ExperienceEntry.objects.get(pk=learning.experience_from_rating(rating_id=poor.pk))
+    ratings = _rated(clinician, team, admin_user, [rater, second_rater], {0: (1, 4), 1: (2, 5)})
+    entry = ExperienceEntry.objects.get(pk=learning.experience_from_rating(rating_id=ratings[0].pk))
     assert entry.kind == EntryKind.CHAIN
     assert entry.source == "rating_poor"
-    assert "rated 1.0/5" in entry.error_reflection
+    assert "A rater scored the board's plan poorly. Reason: rated 1.0 of 5" in (
+        entry.error_reflection
+    )
     assert entry.signals["decision"] == "rating"
 
 
 def test_a_middling_rating_teaches_nothing(
-    clinician: Any, team: Any, admin_user: Any, rater: Any
+    clinician: Any, team: Any, admin_user: Any, rater: Any, second_rater: Any
 ) -> None:
-    middling = _rated(clinician, team, admin_user, rater, system=3, other=3)
-    assert learning.experience_from_rating(rating_id=middling.pk) is None
-    assert ExperienceEntry.objects.count() == 0
+    ratings = _rated(clinician, team, admin_user, [rater, second_rater], {0: (3, 3), 1: (3, 4)})
+    assert learning.experience_from_rating(rating_id=ratings[0].pk) is None
+
+
+def test_a_flagged_rating_produces_no_memory_entry_until_an_administrator_clears_it(
+    clinician: Any, team: Any, admin_user: Any, rater: Any, second_rater: Any
+) -> None:
+    from consult.rating.services import rating_clear
+
+    # given two raters who agree, the first of whom rated each packet within 10 seconds
+    ratings = _rated(
+        clinician,
+        team,
+        admin_user,
+        [rater, second_rater],
+        {0: (5, 3), 1: (5, 3)},
+        seconds={0: 10},
+    )
+    fast = [r for r in ratings if r.too_fast]
+    assert [r.assignment.rater_id for r in fast] == [rater.pk, rater.pk]
+    # when the board learns from the study, the flagged ratings teach nothing (and without
+    # them the other rater's agreement cannot be measured: nothing from them either)
+    assert learning.experience_from_rating(rating_id=fast[0].pk) is None
+    assert not ExperienceEntry.objects.exists()
+    # when an administrator clears them, the study teaches
+    for rating in fast:
+        rating_clear(actor=admin_user, rating=rating, note="Short packets; read in full")
+    assert learning.experience_from_rating(rating_id=fast[0].pk) is not None
+    assert ExperienceEntry.objects.filter(source="rating_good").count() == 4
+    assert AuditEvent.objects.filter(action="rating.clear").count() == 2
+
+
+def test_a_rater_whose_agreement_with_the_others_is_poor_teaches_nothing(
+    clinician: Any, team: Any, admin_user: Any, rater: Any, second_rater: Any
+) -> None:
+    from tests.fixtures.personas import make_user
+
+    contrarian = make_user("rater", "contrarian@hospital.test", [])
+    # two raters agree the board's plans are good; a third scores everything the other way
+    ratings = _rated(
+        clinician,
+        team,
+        admin_user,
+        [rater, second_rater, contrarian],
+        {0: (5, 3), 1: (4, 2), 2: (1, 5)},
+    )
+    learning.experience_from_rating(rating_id=ratings[-1].pk)
+    judged = set(ExperienceEntry.objects.values_list("judged_by_ref", flat=True))
+    assert judged == {rater.pk, second_rater.pk}
+    assert not ExperienceEntry.objects.filter(source="rating_poor").exists()
+
+
+def test_an_administrative_rejection_teaches_nothing(clinician: Any, team: Any) -> None:
+    said = completed(clinician, team, "pub-breast-01.json")
+    review = _decide(said, clinician, "reject", "Duplicate of last week's case", "administrative")
+    assert learning.experience_from_review(review_id=review.pk) is None
+    # recorded before the form asked: worded only as record-keeping, it teaches nothing either
+    legacy = completed(clinician, team, "pub-breast-01.json", copy_of="legacy")
+    review = _decide(legacy, clinician, "reject", "Entered in error", kind="clinical")
+    review.reason_kind = ""
+    assert not learning.administrative_reason(review.reason, "clinical")
+    assert learning.administrative_reason(review.reason, "")
+    assert not learning.administrative_reason("Duplicate regimen: surgery first", "")
+    assert not ExperienceEntry.objects.exists()
+
+
+def test_a_reopened_decision_is_unlearnt(clinician: Any, team: Any) -> None:
+    consultation = completed(clinician, team, "pub-breast-01.json")
+    review = _decide(consultation, clinician, "reject", "Fertility preservation must come first")
+    entry = ExperienceEntry.objects.get(pk=learning.experience_from_review(review_id=review.pk))
+    services.review_reopen(
+        actor=clinician,
+        consultation=consultation,
+        reason="Fertility clinic seen the same day",
+        idempotency_key=uuid.uuid4(),
+    )
+    learning.experience_forget_review(review_id=review.pk)
+    entry.refresh_from_db()
+    assert entry.status == "retired"
+    assert entry.retired_reason == "Not vetted: the team reopened this decision"
+    # and a worker that runs late does not learn it again
+    assert learning.experience_from_review(review_id=review.pk) is None
 
 
 def test_recall_without_a_working_embedding_provider_recalls_nothing(

@@ -4,6 +4,7 @@ records) the approved version; a rollback restores the previous one."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -37,8 +38,22 @@ REASONS = (
 )
 
 
-def _correct(clinician: Any, team: Any, reason: str) -> int:
-    """A board plan whose first pathway item the team replaced by ablation, for a reason."""
+def _reviewer(clinician: Any, team: Any) -> Any:
+    """The clinician, or a colleague every other time: a pattern needs two reviewers."""
+    from consult.review.models import PlanVersion
+    from mdtboard.accounts.models import User
+    from tests.fixtures.personas import make_user
+
+    if PlanVersion.objects.count() % 2 == 0:
+        return clinician
+    other = User.objects.filter(email="second@hospital.test").first()
+    return other or make_user("clinician", "second@hospital.test", [team])
+
+
+def _correct(clinician: Any, team: Any, reason: str, *, reviewer: Any = None) -> int:
+    """A board plan whose first pathway item the team replaced by ablation, for a reason
+    (by the clinician and a colleague in turn, unless ``reviewer`` is given)."""
+    actor = reviewer or _reviewer(clinician, team)
     consultation = completed(clinician, team, "pub-hcc-01.json", copy_of=uuid.uuid4().hex[:8])
     components = review_state_get(consultation=consultation).current.payload["recommendation"][
         "components"
@@ -57,7 +72,7 @@ def _correct(clinician: Any, team: Any, reason: str) -> int:
         for i, c in enumerate(components)
     ]
     version = services.plan_amend(
-        actor=clinician,
+        actor=actor,
         consultation=consultation,
         edits=edits,
         reason=reason,
@@ -90,8 +105,11 @@ def test_two_corrections_propose_nothing_three_propose_a_prompt_and_a_weight_ste
     prompts = [p for p in made if isinstance(p, PromptVersion)]
     weights = [w for w in made if isinstance(w, WeightVersion)]
     assert [p.prompt for p in prompts] == ["treatment"]
-    assert "Resection unsafe" in prompts[0].rationale
+    assert "“Resection unsafe: clinically significant portal hypertension”" in (
+        prompts[0].rationale
+    )
     assert "3 reviewed cases" in prompts[0].addendum
+    assert "judged by 2 people" in prompts[0].rationale
     assert [w.offsets for w in weights] == [{"safety": 0.1}]
     assert {p.status for p in made} == {VersionStatus.PROPOSED}
     # and looking again proposes nothing new from the same cases
@@ -218,3 +236,60 @@ def test_one_proposal_waits_at_a_time_and_the_next_keeps_the_approved_lesson(
     assert second.number == 2
     assert second.addendum.startswith(first.addendum)
     assert second.addendum.count("reviewed cases") == 2
+
+
+def test_a_pattern_needs_two_reviewers_and_three_distinct_cases(clinician: Any, team: Any) -> None:
+    from knowledge.memory.models import ExperienceEntry
+
+    # three corrections by one clinician: one person's view, not a pattern
+    for reason in REASONS:
+        _correct(clinician, team, reason, reviewer=clinician)
+    assert not PromptVersion.objects.exists()
+    assert not WeightVersion.objects.exists()
+    # three judgements of one case by three people are not a pattern either
+    ExperienceEntry.objects.all().delete()
+    for person in range(3):
+        ExperienceEntry.objects.create(
+            kind="chain",
+            source="rating_poor",
+            source_ref=f"rating:{900 + person}",
+            case_ref=77,
+            judged_by_ref=1000 + person,
+            cancer_type="hcc",
+            case_summary="hcc; BCLC A",
+            plan="Pathway: ablation.",
+            error_reflection="A rater scored the board's plan poorly. Reason: unsafe.",
+            signals={"removed": ["surgery"], "safety": True, "reason": "unsafe"},
+        )
+    assert evolution_propose() == []
+
+
+def test_proposals_state_their_evidence_in_clean_correctly_spelt_sentences(
+    clinician: Any, team: Any
+) -> None:
+    from spellchecker import SpellChecker
+
+    from knowledge.memory.models import ExperienceEntry
+
+    # given proposals drawn from three corrections (their reasons end with a full stop, as
+    # clinicians write them: the sentences around them must not double it)
+    for reason in REASONS:
+        _correct(clinician, team, reason + ".")
+    prompt = PromptVersion.objects.get()
+    weights = WeightVersion.objects.get()
+    reflections = [e.error_reflection for e in ExperienceEntry.objects.all()]
+    texts = [prompt.rationale, prompt.addendum, weights.rationale, *reflections]
+    # then no doubled or clashing punctuation
+    for text in texts:
+        for clash in ("..", ".;", ";.", ",.", " .", " ,", ";;", "..;"):
+            assert clash not in text.replace("…", ""), (clash, text)
+    # and every word of the proposals is English, the clinicians' own words, or a label
+    allowed = {w.lower() for w in re.findall(r"[A-Za-z]+", " ".join(REASONS))} | {
+        "chainkb",
+        "hepatocellular",
+    }
+    checker = SpellChecker()
+    for text in (prompt.rationale, prompt.addendum, weights.rationale):
+        words = {w.lower() for w in re.findall(r"[A-Za-z]+", text)} - allowed
+        unknown = checker.unknown(words)
+        assert not unknown, (unknown, text)

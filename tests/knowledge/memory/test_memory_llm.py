@@ -74,6 +74,7 @@ def test_the_llm_writes_the_chainkb_reflection_when_configured(
         actor=clinician,
         consultation=consultation,
         decision="reject",
+        reason_kind="clinical",
         reason="Portal hypertension",
         idempotency_key=uuid.uuid4(),
         base_version=1,

@@ -14,12 +14,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from consult.models import ConsultationStatus, LesionDossier, Plan
+from consult.rating.analytics import study_blinding_check
 from consult.rating.models import ComparatorSource, Study
 from consult.rating.selectors import rater_choices
 from consult.rating.services import (
     RatingServiceError,
     StudySpec,
     comparator_create,
+    comparator_for_study,
     study_create,
 )
 from consult.services.batch import case_run
@@ -56,10 +58,54 @@ def _modality(terms: list[str]) -> str:
     return "systemic"
 
 
+# How a tumor board writes an item of each kind, around the words the expectation names.
+_PHRASES = {
+    "surgery": "{terms}",
+    "ablation": "Percutaneous {terms}",
+    "locoregional": "Selective {terms}",
+    "radiotherapy": "{terms}",
+    "transplant": "{terms} assessment",
+    "antiviral": "{terms} prophylaxis",
+    "surveillance": "{terms} with clinical review",
+    "referral": "Referral: {terms} preservation",
+    "systemic": "{terms}",
+}
+
+
+def _term(term: str) -> str:
+    """An expectation's word as a plan writes it ("pet" is PET, "ct" CT)."""
+    return term.upper() if len(term) <= 4 else term
+
+
+def _item(group: list[str], modality: str) -> str:
+    """The item a tumor board writes for an expectation: the option it names first (a board
+    names the option it chose, not every one that would satisfy the expectation)."""
+    text = _PHRASES[modality].format(terms=_term(group[0]))
+    return text[0].upper() + text[1:]
+
+
+def _pathway(groups: list[list[str]]) -> list[dict[str, Any]]:
+    """The expectation's groups as a board's pathway: the drugs it names together as one
+    regimen (a board writes "trastuzumab with pertuzumab", not two steps), then each other
+    kind of step."""
+    drugs = [g for g in groups if _modality(g) == "systemic"]
+    steps = []
+    if drugs:
+        names = " with ".join(_term(g[0]) for g in drugs)
+        steps.append({"modality": "systemic", "description": _item([names], "systemic")})
+    steps += [
+        {"modality": _modality(g), "description": _item(g, _modality(g))}
+        for g in groups
+        if _modality(g) != "systemic"
+    ]
+    return [{"role": "primary", **step} for step in steps]
+
+
 def comparator_from_expected(expected: dict[str, Any]) -> dict[str, Any] | None:
-    """A terse ``mdtboard.plan/1`` from an evaluation file's expectations (FORMAT.md §3):
-    what the case's authors said the pathway must contain, must not contain, and must watch.
-    A demonstration stand-in for the plan a tumor board would write, nothing more."""
+    """A short ``mdtboard.plan/1`` from an evaluation file's expectations (FORMAT.md §3):
+    what the case's authors said the pathway must contain, must not contain, and must watch,
+    each item worded the way a tumor board writes one. A demonstration stand-in for the plan
+    a tumor board would write, made without the system's plan, nothing more."""
     groups = [list(g) for g in expected.get("primary_all") or []]
     seen = {t.casefold() for g in groups for t in g}
     groups += [
@@ -74,13 +120,15 @@ def comparator_from_expected(expected: dict[str, Any]) -> dict[str, Any] | None:
         "recommendation": {
             "summary": "",
             "intent": None,
-            "components": [
+            "components": _pathway(groups)
+            # A board writes the checks that must come first as steps of the pathway.
+            + [
                 {
                     "role": "primary",
-                    "modality": _modality(group),
-                    "description": " or ".join(group).capitalize(),
+                    "modality": "supportive",
+                    "description": f"Baseline {_term(g[0])} assessment before treatment",
                 }
-                for group in groups
+                for g in expected.get("safety_any") or []
             ],
         },
         "rejected_options": [
@@ -89,15 +137,15 @@ def comparator_from_expected(expected: dict[str, Any]) -> dict[str, Any] | None:
         ],
         "safety": {
             "notes": [
-                "Check for " + " or ".join(g) + " before treatment"
+                f"Baseline {_term(g[0])} assessment before treatment"
                 for g in expected.get("safety_any") or []
             ]
         },
         "monitoring": [
             {
                 "phase": "intermediate_3_12m",
-                "what": " or ".join(g).upper() if all(len(t) <= 4 for t in g) else " or ".join(g),
-                "interval": "at the intervals the guideline sets",
+                "what": f"{_term(g[0])} response assessment",
+                "interval": "every 3 months",
                 "anchor": "other",
             }
             for g in expected.get("monitoring_any") or []
@@ -182,7 +230,9 @@ class Command(BaseCommand):
             dossier = plan.consultation.dossier
             consultation_id = plan.consultation_id
             self.stdout.write(f"{path.name}: consultation {consultation_id} (kept)")
-        if not dossier.comparator_plans.exists():
+        # A comparator made from the team's decision on the system's plan is not independent:
+        # the study pairs the plan with the stand-in below, never with it.
+        if comparator_for_study(dossier=dossier) is None:
             comparator = comparator_from_expected(document.get("expected") or {})
             if comparator is None:
                 self.stderr.write(f"{path.name}: no expected block; enter its comparator by hand")
@@ -221,3 +271,6 @@ class Command(BaseCommand):
             f"\nStudy {study.name!r}: {study.packets.count()} packets for "
             f"{len(raters)} raters ({', '.join(r.email for r in raters)})."
         )
+        check = study_blinding_check(study=study)
+        if check is not None:
+            self.stdout.write(f"Blinding check (length and wording): {check.line()}")

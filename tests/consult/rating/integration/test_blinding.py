@@ -13,7 +13,9 @@ from django.urls import reverse
 from consult.models import AgentMessage, ConsultationEvent
 from consult.rating.blinding import blind_plan
 from consult.rating.models import Assignment
+from consult.rating.services import comparator_create
 from tests.consult.rating.support import (
+    COMPARATOR,
     study_over,
     with_comparator,
 )
@@ -91,9 +93,9 @@ def test_a_real_consultation_packet_names_no_engine_model_role_or_unit(
     assert not leaks, f"the packet names its source: {leaks}"
     # and no unit id in any shape ("hcc.tx.x", "(common.gate.x)")
     assert not re.search(r"\b(?:hcc|lung|breast|lymph|common)\.[a-z]+\.[a-z0-9-]+", html)
-    # while the clinical content is there: the system's pathway reached the page
-    first = finished.plan.payload["recommendation"]["components"][0]["description"]
-    assert first.split(",")[0] in html
+    # while the clinical content is there: the drugs of the system's pathway reached the page
+    first = finished.plan.payload["recommendation"]["components"][0]
+    assert all(agent.capitalize() in html or agent in html for agent in first["agents"])
 
 
 @pytest.mark.django_db
@@ -129,8 +131,7 @@ def test_llm_and_clinician_text_is_escaped_and_scrubbed(
                     "role": "primary",
                     "order": 1,
                     "modality": "surgery",
-                    "description": "Resection <script>alert(1)</script> as the Safety agent "
-                    "advised (hcc.tx.resection)",
+                    "description": "Resection <script>alert(1)</script> (hcc.tx.resection)",
                     "evidence": ["hcc.tx.resection"],
                     "dose_adjustments": ["[carboplatin auc5 mg: 670] (common.gate.calvert)"],
                     "conditions": ["needs organ_function.lvef_pct"],
@@ -138,11 +139,22 @@ def test_llm_and_clinician_text_is_escaped_and_scrubbed(
             ],
         },
     }
+    payload["rejected_options"] = [
+        {"option": "TACE", "reason": "as the Safety agent advised (hcc.ci.tace-x)"}
+    ]
     consultation = completed(clinician, team, "pub-hcc-01.json", plan=payload)
-    with_comparator(
-        clinician,
-        consultation,
-        rejected_options=[{"option": "<b>TACE</b>", "reason": "not <i>needed</i>"}],
+    comparator = {**COMPARATOR}
+    comparator["recommendation"] = {
+        **COMPARATOR["recommendation"],
+        "components": [
+            {**c, "conditions": ["renal function first"]} if c["role"] == "primary" else c
+            for c in COMPARATOR["recommendation"]["components"]
+        ],
+    }
+    comparator_create(
+        actor=clinician,
+        dossier=consultation.dossier,
+        plan={**comparator, "rejected_options": [{"option": "<b>TACE</b>", "reason": "x"}]},
     )
     study = study_over(admin_user, [consultation], [rater])
     client = Client()
@@ -150,15 +162,15 @@ def test_llm_and_clinician_text_is_escaped_and_scrubbed(
     # when the rater opens the packet
     html = _packet_html(client, study, rater)
     # then markup is shown as text, never run or rendered
-    assert "<script>alert(1)</script>" not in html
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert" in html
     assert "<b>TACE</b>" not in html
     assert "&lt;b&gt;TACE&lt;/b&gt;" in html
     # and the model, the member and the units are gone, the calculated dose kept in words
     for leak in ("gpt-4.1", "Safety agent", "Coordinator", "hcc.tx.resection", "common.gate"):
         assert leak not in html
-    assert "Carboplatin dose for AUC 5 (Calvert, mg): 670" in html
-    assert "LVEF (%)" in html
+    assert "Carboplatin dose for AUC 5: 670" in html
+    assert "LVEF" in html
 
 
 @pytest.mark.django_db

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from consult.rating.blinding import blind_plan, neutral_text
+from consult.rating.blinding import blind_plan, clinical_sentence, neutral_text
 from consult.rating.plan_format import parse_plan_bytes
 from tests.consult.rating.support import COMPARATOR
 
@@ -117,13 +117,15 @@ def test_neutral_text_rewrites_internal_identifiers() -> None:
         "Dose by Calvert (Carboplatin dose for AUC 5 (Calvert, mg): 670); "
         "needs QTc (ms) and Frailty, as the team said"
     )
+    # and as one clinical sentence, without the units a field label carries
+    assert clinical_sentence(text, 30) == ("Dose by Calvert (Carboplatin dose for AUC 5: 670).")
 
 
 def test_blind_plan_reads_a_plan_without_roles_or_sections() -> None:
     plan = blind_plan({"recommendation": {"components": [{"modality": "systemic",
                                                           "description": "R-CHOP"}]}})  # fmt: skip
     assert plan.intent == "Not stated"
-    assert [item.text for item in plan.pathway] == ["R-CHOP"]
+    assert [item.text for item in plan.pathway] == ["R-CHOP."]
     assert plan.precautions == ()
     assert plan.follow_up == ()
 

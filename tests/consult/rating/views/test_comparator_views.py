@@ -74,7 +74,10 @@ def test_a_clinician_enters_the_mdt_plan_section_by_section(clinician: Any, doss
     ]
     page = client.get(response["Location"]).content.decode()
     assert "Microwave ablation" in page
-    assert "if surgery is declined" in page
+    assert "Chosen if:</strong> Surgery is declined" in page
+    # the clinician did not attest writing it without the system's plan: the record says so
+    assert not comparator.attested_blind
+    assert "not attested as written without the system" in page
     assert AuditEvent.objects.filter(action="comparator.create").exists()
     # when they edit it, then a second version is kept beside the first
     client.post(

@@ -115,29 +115,12 @@ def test_the_same_submission_twice_saves_one_review_and_one_version(
     clinician: Any, team: Any
 ) -> None:
     consultation = completed(clinician, team)
-    key = uuid.uuid4()
-    first = services.review_decide(
-        actor=clinician,
-        consultation=consultation,
-        decision="accept",
-        reason="",
-        idempotency_key=key,
-        base_version=1,
-    )
-    again = services.review_decide(
-        actor=clinician,
-        consultation=consultation,
-        decision="accept",
-        reason="",
-        idempotency_key=key,
-        base_version=1,
-    )
-    assert again.pk == first.pk
-    assert ClinicianReview.objects.count() == 1
     amend_key = uuid.uuid4()
-    v2 = _amend(consultation, clinician, key=amend_key, description="X")
-    assert _amend(consultation, clinician, key=amend_key, description="X").pk == v2.pk
+    v2 = _amend(consultation, clinician, key=amend_key, description="Laparoscopic resection")
+    again = _amend(consultation, clinician, key=amend_key, description="Laparoscopic resection")
+    assert again.pk == v2.pk
     assert PlanVersion.objects.count() == 1
+    assert ClinicianReview.objects.count() == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -157,6 +140,7 @@ def test_two_simultaneous_presses_of_the_button_save_one_review(clinician: Any, 
                     consultation=consultation,
                     decision="reject",
                     reason="Not a surgical candidate",
+                    reason_kind="clinical",
                     idempotency_key=key,
                     base_version=1,
                 ).pk
@@ -181,6 +165,12 @@ def test_a_form_filled_against_an_older_version_is_refused(
 ) -> None:
     consultation = completed(clinician, team)
     _amend(consultation, colleague, description="Colleague's change")
+    services.review_reopen(
+        actor=colleague,
+        consultation=consultation,
+        reason="More changes to discuss",
+        idempotency_key=uuid.uuid4(),
+    )
     with pytest.raises(ReviewError, match="now version 2"):
         services.review_decide(
             actor=clinician,
@@ -205,6 +195,12 @@ def test_reject_needs_a_reason(clinician: Any, team: Any) -> None:
         )
 
 
+def _sign_off(consultation: Any, actor: Any, version: int = 1) -> Any:
+    return services.plan_sign_off(
+        actor=actor, consultation=consultation, version=version, confirmed=True
+    )
+
+
 def _meeting(consultation: Any, actor: Any, responsible: Any) -> Any:
     return services.meeting_record(
         actor=actor,
@@ -223,7 +219,7 @@ def test_only_the_responsible_clinician_signs_off_and_then_the_review_is_closed(
     consultation = completed(clinician, team)
     # sign-off needs a decision and a meeting first
     with pytest.raises(ReviewError, match="decision"):
-        services.plan_sign_off(actor=clinician, consultation=consultation)
+        _sign_off(consultation, clinician)
     services.review_decide(
         actor=admin_user,  # an administrator may review
         consultation=consultation,
@@ -233,14 +229,24 @@ def test_only_the_responsible_clinician_signs_off_and_then_the_review_is_closed(
         base_version=1,
     )
     with pytest.raises(ReviewError, match="meeting"):
-        services.plan_sign_off(actor=clinician, consultation=consultation)
+        _sign_off(consultation, clinician)
     _meeting(consultation, clinician, responsible=colleague)
     # but only the clinician the meeting named signs, and never an administrator
     with pytest.raises(ReviewForbidden, match="responsible clinician"):
-        services.plan_sign_off(actor=clinician, consultation=consultation)
+        _sign_off(consultation, clinician)
     with pytest.raises(ReviewForbidden):
-        services.plan_sign_off(actor=admin_user, consultation=consultation)
-    signed = services.plan_sign_off(actor=colleague, consultation=consultation)
+        _sign_off(consultation, admin_user)
+    # and only once they confirmed, naming the version they sign
+    with pytest.raises(ReviewError, match="Confirm"):
+        services.plan_sign_off(
+            actor=colleague, consultation=consultation, version=1, confirmed=False
+        )
+    with pytest.raises(ReviewError, match="version 1"):
+        services.plan_sign_off(
+            actor=colleague, consultation=consultation, version=2, confirmed=True
+        )
+    assert not SignOff.objects.exists()
+    signed = _sign_off(consultation, colleague)
     assert (signed.plan_number, signed.plan_hash) == (1, consultation.plan.content_hash)
     # after which nothing about the review changes
     with pytest.raises(ReviewError, match="signed off"):
@@ -262,7 +268,7 @@ def test_every_review_action_is_audited_in_an_unbroken_chain(clinician: Any, tea
     consultation = completed(clinician, team)
     _amend(consultation, clinician, description="Changed")
     _meeting(consultation, clinician, responsible=clinician)
-    services.plan_sign_off(actor=clinician, consultation=consultation)
+    _sign_off(consultation, clinician, version=2)
     services.case_record_export(actor=clinician, consultation=consultation)
     services.plan_version_export(actor=clinician, consultation=consultation, number=2)
     actions = list(

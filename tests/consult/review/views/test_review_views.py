@@ -57,8 +57,11 @@ def test_a_clinician_of_the_team_accepts_and_the_page_says_so(
     response = _decide(client, consultation, reason="Agreed at the meeting")
     assert response.status_code == 302
     page = client.get(response["Location"]).content.decode()
-    assert "accepted, awaiting sign-off" in page
+    assert "accepted, awaiting the meeting" in page
     assert "Agreed at the meeting" in page
+    # the decision is recorded: no second decision form, a reopening instead
+    assert reverse("review:decide", args=[consultation.pk]) not in page
+    assert reverse("review:reopen", args=[consultation.pk]) in page
 
 
 def test_amending_through_the_form_keeps_what_was_not_edited(
@@ -137,7 +140,7 @@ def test_dossier_list_is_the_worklist_of_the_next_meeting(
     page = client.get(reverse("consult:dossier-list")).content.decode()
     rows = {m[0]: m[1] for m in re.findall(r">(pub-[a-z]+-\d+)</a>(.*?)</tr>", page, re.S)}
     assert "awaiting review" in rows[awaiting.dossier.case_id]
-    assert "accepted, awaiting sign-off" in rows[decided.dossier.case_id]
+    assert "accepted, awaiting the meeting" in rows[decided.dossier.case_id]
 
 
 def test_pressing_make_pdf_twice_queues_one_report(
@@ -191,27 +194,31 @@ def test_the_mdt_decision_becomes_the_comparator_from_the_review_page(
     client.force_login(clinician)
     _decide(client, consultation)
     plan_url = reverse("consult:plan-detail", args=[consultation.pk])
-    page = client.get(plan_url).content.decode()
-    assert "Use the MDT decision as the comparator plan" not in page
+    fragment_url = reverse("rating:decision-comparator", args=[consultation.pk])
+    assert fragment_url not in client.get(plan_url).content.decode()
     _record_meeting(consultation, clinician)
-    page = client.get(plan_url).content.decode()
-    assert "Use the MDT decision as the comparator plan" in page
-    assert "a rater would see the same plan twice" in page
+    # the plan page loads the comparator section from the rating app
+    assert fragment_url in client.get(plan_url).content.decode()
+    fragment = client.get(fragment_url, headers=HTMX).content.decode()
+    assert "Use the MDT decision as the comparator plan" in fragment
+    assert "not an independent comparator" in fragment
+    assert "a rater would see the same plan twice" in fragment
     # a rater or another team's clinician cannot do it
-    url = reverse("review:comparator", args=[consultation.pk])
     for user, status in ((rater, 403), (outsider, 404)):
         client.force_login(user)
-        assert client.post(url).status_code == status
+        assert client.post(fragment_url).status_code == status
     assert not ComparatorPlan.objects.exists()
     # when the team's clinician presses the button, twice
     client.force_login(clinician)
-    response = client.post(url)
+    response = client.post(fragment_url)
     assert response.status_code == 302
     page = client.get(response["Location"]).content.decode()
     comparator = ComparatorPlan.objects.get()
     assert "is now comparator plan version 1" in page
-    assert reverse("rating:comparator-detail", args=[comparator.pk]) in page
-    again = client.get(client.post(url)["Location"]).content.decode()
+    fragment = client.get(fragment_url, headers=HTMX).content.decode()
+    assert reverse("rating:comparator-detail", args=[comparator.pk]) in fragment
+    assert "the team&#x27;s decision on the system&#x27;s plan (accepted it)" in fragment
+    again = client.get(client.post(fragment_url)["Location"]).content.decode()
     assert "already the comparator plan (version 1)" in again
     assert ComparatorPlan.objects.count() == 1
 
@@ -221,8 +228,10 @@ def test_a_rejected_plan_points_to_the_comparator_page(
 ) -> None:
     consultation = completed(clinician, team)
     client.force_login(clinician)
-    _decide(client, consultation, decision="reject", reason="Wrong stage")
+    _decide(client, consultation, decision="reject", reason="Wrong stage", reason_kind="clinical")
     _record_meeting(consultation, clinician)
-    page = client.get(reverse("consult:plan-detail", args=[consultation.pk])).content.decode()
-    assert "Use the MDT decision as the comparator plan" not in page
-    assert reverse("rating:comparator-edit", args=[consultation.dossier_id]) in page
+    fragment = client.get(
+        reverse("rating:decision-comparator", args=[consultation.pk]), headers=HTMX
+    ).content.decode()
+    assert "Use the MDT decision as the comparator plan" not in fragment
+    assert reverse("rating:comparator-edit", args=[consultation.dossier_id]) in fragment

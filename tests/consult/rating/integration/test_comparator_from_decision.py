@@ -1,4 +1,6 @@
-"""The team's recorded decision becomes the comparator plan of rating studies in one step."""
+"""The team's recorded decision becomes the comparator plan of rating studies in one step,
+recorded as what it is: made from the system's plan, so not an independent comparator (rating
+asks review for the decision; review knows nothing of rating)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,10 @@ import pytest
 
 from consult.rating.blinding import blind_plan
 from consult.rating.models import ComparatorPlan
+from consult.rating.services import RatingServiceError, comparator_from_mdt_decision
 from consult.review import services
 from consult.review.selectors import review_state_get
-from consult.review.services import Attendee, ComponentEdit, ReviewError
+from consult.review.services import Attendee, ComponentEdit
 from mdtboard.audit.models import AuditEvent
 from tests.fixtures.consultations import completed
 
@@ -75,8 +78,15 @@ def _decide(consultation: Any, actor: Any, decision: str, reason: str = "", base
         consultation=consultation,
         decision=decision,
         reason=reason,
+        reason_kind="clinical" if decision == "reject" else "",
         idempotency_key=uuid.uuid4(),
         base_version=base,
+    )
+
+
+def _sign_off(consultation: Any, actor: Any, version: int) -> Any:
+    return services.plan_sign_off(
+        actor=actor, consultation=consultation, version=version, confirmed=True
     )
 
 
@@ -87,15 +97,18 @@ def test_an_amended_signed_off_decision_becomes_the_comparator_once(
     consultation = completed(clinician, team)
     version = _amend_to_ablation(consultation, clinician)
     _meeting(consultation, clinician)
-    services.plan_sign_off(actor=clinician, consultation=consultation)
+    _sign_off(consultation, clinician, version=2)
     amended = version.payload["recommendation"]["components"]
     # when a clinician turns the decision into the comparator, twice (a double click)
-    first = services.comparator_from_mdt_decision(actor=clinician, consultation=consultation)
-    again = services.comparator_from_mdt_decision(actor=clinician, consultation=consultation)
+    first = comparator_from_mdt_decision(actor=clinician, consultation=consultation)
+    again = comparator_from_mdt_decision(actor=clinician, consultation=consultation)
     # then one comparator exists: the amended pathway, in the meeting's words
     assert again.pk == first.pk
     assert ComparatorPlan.objects.count() == 1
-    assert (first.number, first.source) == (1, "mdt_decision")
+    assert (first.number, first.source, first.derived_decision) == (1, "mdt_decision", "amend")
+    # and it says it was made from the system's plan: not an independent comparator
+    assert not first.independent
+    assert first.provenance == "the team's decision on the system's plan (amended it)"
     payload = first.payload
     assert payload["recommendation"]["summary"] == "Ablation; no surgery"
     pathway = [c["description"] for c in payload["recommendation"]["components"]]
@@ -125,7 +138,8 @@ def test_a_corrected_meeting_record_makes_a_new_comparator_version(
     consultation = completed(clinician, team)
     _decide(consultation, clinician, "accept")
     _meeting(consultation, clinician, final="Resection")
-    first = services.comparator_from_mdt_decision(actor=clinician, consultation=consultation)
+    first = comparator_from_mdt_decision(actor=clinician, consultation=consultation)
+    assert first.derived_decision == "accept"
     # the accepted plan is the board's version 1
     assert [c["description"] for c in first.payload["recommendation"]["components"]] == [
         c["description"]
@@ -133,7 +147,7 @@ def test_a_corrected_meeting_record_makes_a_new_comparator_version(
         if c["role"] in ("primary", "alternative")
     ]
     _meeting(consultation, clinician, final="Resection with antiviral cover")
-    second = services.comparator_from_mdt_decision(actor=clinician, consultation=consultation)
+    second = comparator_from_mdt_decision(actor=clinician, consultation=consultation)
     assert (first.number, second.number) == (1, 2)
     assert second.payload["recommendation"]["summary"] == "Resection with antiviral cover"
     # the earlier version is kept as raters may have scored it
@@ -145,14 +159,24 @@ def test_no_comparator_without_a_decision_and_a_meeting_or_from_a_rejection(
     clinician: Any, team: Any
 ) -> None:
     consultation = completed(clinician, team)
-    with pytest.raises(ReviewError, match="decision"):
-        services.comparator_from_mdt_decision(actor=clinician, consultation=consultation)
+    with pytest.raises(RatingServiceError, match="decision"):
+        comparator_from_mdt_decision(actor=clinician, consultation=consultation)
     _decide(consultation, clinician, "accept")
-    with pytest.raises(ReviewError, match="meeting"):
-        services.comparator_from_mdt_decision(actor=clinician, consultation=consultation)
+    with pytest.raises(RatingServiceError, match="meeting"):
+        comparator_from_mdt_decision(actor=clinician, consultation=consultation)
     _meeting(consultation, clinician)
+    services.review_reopen(
+        actor=clinician,
+        consultation=consultation,
+        reason="The team met again and rejected it",
+        idempotency_key=uuid.uuid4(),
+    )
+    # a reopened decision is not the team's decision any more
+    with pytest.raises(RatingServiceError, match="decision"):
+        comparator_from_mdt_decision(actor=clinician, consultation=consultation)
     _decide(consultation, clinician, "reject", reason="Wrong stage")
-    with pytest.raises(ReviewError, match="comparator page"):
-        services.comparator_from_mdt_decision(actor=clinician, consultation=consultation)
+    _meeting(consultation, clinician)
+    with pytest.raises(RatingServiceError, match="comparator page"):
+        comparator_from_mdt_decision(actor=clinician, consultation=consultation)
     assert not ComparatorPlan.objects.exists()
     assert not AuditEvent.objects.filter(action="comparator.create").exists()

@@ -1,0 +1,494 @@
+"""Whether a plan contradicts itself, read as a tumor board reads it: a pathway or an alternative
+that gives what the same plan rules out, or an intent its steps do not bear out.
+
+A pure function of a ``mdtboard.plan/1`` document: ``plan_findings(plan)`` returns a list of
+``Finding`` (a property name, the items involved, one sentence for the clinician), empty when
+the plan is coherent. Clinician review refuses an amended version with a finding; the engine's
+pathway check (issue 23) adds its own properties to ``CHECKS`` and runs them after the gate.
+
+Reading is deliberately precise rather than eager: a finding blocks a clinician's amendment, so
+it is raised only where the words leave no doubt. Drugs are read with the engine's lexicon
+(brands, regimens and classes resolved, negations left out); procedures by their family
+(liver resection, lobectomy, ablation, chemoembolisation, SBRT, liver or stem-cell
+transplant), and a procedure counts only in an item of its own modality ("radiotherapy after
+surgery" does not recommend surgery).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from clinical import lexicon
+
+RECOMMENDS_RULED_OUT: Final = "recommends_ruled_out"
+INTENT_CONTRADICTS_STEPS: Final = "intent_contradicts_steps"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One way a plan contradicts itself."""
+
+    property: str
+    items: tuple[str, ...]  # the plan's own words for the items involved
+    sentence: str
+
+
+# --- procedures ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Family:
+    """A kind of procedure: its generic words, its specific kinds (tag -> words), the
+    modalities of an item that can give it, and whether an item named only generically ("a
+    resection") gives a specific kind the plan rules out ("liver resection")."""
+
+    name: str
+    generic: tuple[str, ...]
+    specific: Mapping[str, tuple[str, ...]]
+    modalities: frozenset[str]
+    generic_gives_specific: bool
+
+
+FAMILIES: Final[tuple[Family, ...]] = (
+    Family(
+        "surgery",
+        (r"resect\w*", r"surgery", r"surgical", r"operation", r"excision"),
+        {
+            "liver_resection": (
+                r"hepatectom\w*",
+                r"(?:liver|hepatic)\s+resection",
+                r"segmentectomy of the liver",
+            ),
+            "lobectomy": (r"lobectom\w*", r"bilobectom\w*"),
+            "pneumonectomy": (r"pneumonectom\w*",),
+            "sublobar": (r"segmentectom\w*", r"wedge\s+resection"),
+            "mastectomy": (r"mastectom\w*",),
+            "breast_conserving": (
+                r"breast[- ]conserving",
+                r"lumpectom\w*",
+                r"wide\s+local\s+excision",
+            ),
+            "metastasectomy": (r"metastasectom\w*",),
+        },
+        frozenset({"surgery"}),
+        True,
+    ),
+    Family(
+        "transplant",
+        (r"transplant\w*",),
+        {
+            "liver_transplant": (
+                r"(?:liver|hepatic|orthotopic)\s+transplant\w*",
+                r"transplant\w* of the liver",
+            ),
+            "stem_cell_transplant": (
+                r"stem[- ]cell\s+transplant\w*",
+                r"\b(?:auto|allo)-?sct\b",
+                r"\bhsct\b",
+                r"\basct\b",
+                r"(?:autologous|allogeneic)\s+(?:stem[- ]cell\s+)?transplant\w*",
+                r"bone\s+marrow\s+transplant\w*",
+            ),
+        },
+        frozenset({"transplant", "systemic", "surgery"}),
+        True,
+    ),
+    Family(
+        "ablation",
+        (
+            r"ablat\w*",
+            r"\brfa\b",
+            r"\bmwa\b",
+            r"radiofrequency",
+            r"microwave",
+            r"ethanol\s+injection",
+        ),
+        {},
+        frozenset({"ablation"}),
+        True,
+    ),
+    Family(
+        "chemoembolisation",
+        (r"chemoemboli[sz]\w*", r"\b(?:deb-?)?tace\b", r"transarterial\s+chemo\w*"),
+        {},
+        frozenset({"locoregional"}),
+        True,
+    ),
+    Family(
+        "radioembolisation",
+        (r"radioemboli[sz]\w*", r"\btare\b", r"\bsirt\b", r"\by-?90\b", r"yttrium"),
+        {},
+        frozenset({"locoregional"}),
+        True,
+    ),
+    Family(
+        "radiotherapy",
+        (r"radiotherap\w*", r"radiation", r"irradiat\w*", r"chemoradi\w*"),
+        {
+            "sbrt": (r"\bsbrt\b", r"\bsabr\b", r"stereotactic\s+(?:body|ablative)"),
+            "radiosurgery": (r"\bsrs\b", r"radiosurgery"),
+            "brachytherapy": (r"brachytherap\w*",),
+            "whole_brain": (r"whole[- ]brain",),
+        },
+        frozenset({"radiotherapy"}),
+        # "Whole-breast radiotherapy" is not SBRT: a specific kind ruled out is not given by
+        # radiotherapy of another kind, however it is worded.
+        False,
+    ),
+    Family(
+        "observation",
+        (
+            r"watchful\s+waiting",
+            r"watch[- ]and[- ]wait",
+            r"active\s+(?:surveillance|observation)",
+        ),
+        {},
+        frozenset({"surveillance"}),
+        True,
+    ),
+)
+
+
+def _words(patterns: Iterable[str]) -> re.Pattern[str]:
+    return re.compile(r"(?<![a-z0-9])(?:" + "|".join(patterns) + r")", re.IGNORECASE)
+
+
+_GENERIC: Final = {f.name: _words(f.generic) for f in FAMILIES}
+_SPECIFIC: Final = {
+    (f.name, tag): _words(words) for f in FAMILIES for tag, words in f.specific.items()
+}
+# "unsuited to TACE", "no transplant", "instead of resection", "after surgery": named only to
+# set it aside, or as what the item follows.
+_SET_ASIDE = re.compile(
+    r"\b(?:no|not|without|unsuited\s+to|unsuitable\s+for|ineligible\s+for|instead\s+of|"
+    r"in\s+place\s+of|rather\s+than|unfit\s+for|declin\w*|contraindicat\w*|after|following|"
+    r"once|previous|prior)\b[^.;,()]{0,30}$",
+    re.IGNORECASE,
+)
+# "surgery if the tumour progresses": offered only under a condition, not as a step.
+_CONDITIONAL = re.compile(
+    r"^[\s,]*(?:only\s+)?(?:if|when|should|in\s+case|unless)\b", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class Procedures:
+    """The procedure families a text names, each with the specific kinds it names."""
+
+    kinds: Mapping[str, frozenset[str]]
+
+    @property
+    def families(self) -> frozenset[str]:
+        return frozenset(self.kinds)
+
+
+def procedures(text: str, *, set_aside: bool = True, conditional: bool = True) -> Procedures:
+    """The procedures ``text`` names. With ``set_aside`` a mention closely preceded by "no",
+    "after", "instead of"... does not count (what an item follows or replaces is not what it
+    gives); without ``conditional`` neither does one followed by "if" or "when"."""
+    lower = lexicon.normalise(text).lower()
+    found: dict[str, set[str]] = {}
+
+    def counts(match: re.Match[str]) -> bool:
+        if set_aside and _SET_ASIDE.search(lower[: match.start()]):
+            return False
+        return conditional or not _CONDITIONAL.match(lower[match.end() :])
+
+    for family in FAMILIES:
+        tags = {
+            tag
+            for tag in family.specific
+            if any(counts(m) for m in _SPECIFIC[(family.name, tag)].finditer(lower))
+        }
+        if tags or any(counts(m) for m in _GENERIC[family.name].finditer(lower)):
+            found[family.name] = tags
+    return Procedures({k: frozenset(v) for k, v in found.items()})
+
+
+def _gives_procedure(ruled_out: Procedures, item: Procedures, modality: str) -> list[str]:
+    """The families ruled out that the item gives."""
+    out = []
+    for family in FAMILIES:
+        if family.name not in ruled_out.kinds or family.name not in item.kinds:
+            continue
+        if modality not in family.modalities:
+            continue
+        wanted, offered = ruled_out.kinds[family.name], item.kinds[family.name]
+        if not wanted or wanted & offered or (not offered and family.generic_gives_specific):
+            out.append(family.name)
+    return out
+
+
+# --- drugs --------------------------------------------------------------------------------------
+# A ruled-out option that names several drugs in one of these ways names a combination, not a
+# list of single drugs each ruled out ("carboplatin plus paclitaxel"; "lenvatinib or sorafenib").
+_COMBINATION = re.compile(r"\bplus\b|\+|\bwith\b|\band\b|\bcombin\w*|\bdoublet\b|\btriplet\b")
+_MONOTHERAPY = re.compile(r"\bmonotherap\w*|\balone\b|\bsingle[- ]agent\b", re.IGNORECASE)
+_CHEMO_IMMUNO = re.compile(r"chemo-?immuno|immuno-?chemo", re.IGNORECASE)
+# Chemotherapy with radiotherapy: an option of this kind is not given by the drugs alone.
+_COMBINED_MODALITY = re.compile(r"combined[- ]modality|chemoradi\w*", re.IGNORECASE)
+# "R-mini-CHOP" is not the full-dose "R-CHOP" a plan rules out for an older patient.
+_DOSE_VARIANT = re.compile(
+    r"\bmini\b|-mini-|attenuat\w*|reduced[- ]dose|dose[- ]reduced|dose[- ]adjusted|\bda-|"
+    r"low[- ]dose|full[- ]dose|high[- ]dose|metronomic",
+    re.IGNORECASE,
+)
+_SYSTEMIC_WORDS = re.compile(
+    r"^\s*(?:all\s+|any\s+)?(?:palliative\s+|first-line\s+|adjuvant\s+|neoadjuvant\s+)?"
+    r"systemic\s+(?:therap\w*|treatment\w*|anticancer\s+\w+)\b",
+    re.IGNORECASE,
+)
+# The engine's note of where a withdrawn drug was: "capecitabine (in: Single-agent ...)".
+_WHERE_FROM = re.compile(r"\s*\(in:.*$", re.DOTALL)
+# Drugs that protect or support rather than treat the cancer: a regimen ruled out is not
+# "given" by an item because both list an antiemetic or a bone agent.
+_SUPPORTIVE_CLASSES: Final = frozenset(
+    {"bone_agent", "bisphosphonate", "antibiotic", "penicillin", "cephalosporin", "beta_lactam"}
+)
+
+
+def _core(drugs: Iterable[str]) -> set[str]:
+    """The drugs that treat the cancer (all of them when none does: eradication therapy)."""
+    drugs = set(drugs)
+    return {d for d in drugs if not (lexicon.classes_of(d) & _SUPPORTIVE_CLASSES)} or drugs
+
+
+def _item_given(item: Mapping[str, Any]) -> lexicon.Given:
+    return lexicon.given(
+        [str(a) for a in item.get("agents") or []],
+        str(item.get("description") or ""),
+        notes=[str(n) for n in item.get("dose_adjustments") or []],
+    )
+
+
+def _item_families(item: Mapping[str, Any]) -> set[str]:
+    modality = str(item.get("modality") or "")
+    families = set(procedures(_item_text(item)).families)
+    families |= {f.name for f in FAMILIES if modality in f.modalities and not f.specific}
+    if modality == "radiotherapy" or _COMBINED_MODALITY.search(_item_text(item)):
+        families.add("radiotherapy")
+    return families
+
+
+def _gives_class(item: Mapping[str, Any], gives: lexicon.Given, cls: str) -> bool:
+    if cls in ("chemotherapy", "immunotherapy") and _CHEMO_IMMUNO.search(_item_text(item)):
+        return True
+    return gives.gives_class(cls)
+
+
+def _gives_ruled_out_drugs(option: str, item: Mapping[str, Any]) -> bool:
+    """Whether the item gives the drugs (or drug classes) the option rules out."""
+    ruled = lexicon.given([], option)
+    gives = _item_given(item)
+    text = _item_text(item)
+    if bool(_DOSE_VARIANT.search(option)) != bool(_DOSE_VARIANT.search(text)):
+        return False  # the same drugs at another dose is another option
+    # What the option gives besides its drugs (radiotherapy, an operation) the item must give
+    # too ("ABVD-based combined modality" is not ABVD alone).
+    needed = set(procedures(option).families)
+    if _COMBINED_MODALITY.search(option):
+        needed.add("radiotherapy")
+    if needed - _item_families(item):
+        return False
+    named = set(ruled.drugs)
+    if named:
+        wanted, offered = _core(named), _core(gives.drugs)
+        if _MONOTHERAPY.search(option):
+            return offered == wanted  # "rituximab monotherapy" is not given by BR
+        regimen = bool(lexicon.read(option).regimen_drugs)
+        if len(wanted) == 1 or not (regimen or _COMBINATION.search(option.lower())):
+            # One drug, or a list of drugs each ruled out: any item that gives one of them.
+            return any(gives.gives(d) for d in wanted)
+        # A combination or a named regimen: an item that gives that combination, nothing less
+        # and nothing more (carboplatin-pemetrexed ruled out for pembrolizumab with
+        # carboplatin-pemetrexed is a choice, not a contradiction).
+        return lexicon.with_parents(wanted) == lexicon.with_parents(offered)
+    classes = set(ruled.open_classes)
+    if _CHEMO_IMMUNO.search(option):
+        classes |= {"chemotherapy", "immunotherapy"}
+    return all(_gives_class(item, gives, c) for c in classes)
+
+
+def _gives_ruled_out(option: str, item: Mapping[str, Any]) -> bool:
+    modality = str(item.get("modality") or "")
+    option = _WHERE_FROM.sub("", option)
+    ruled = lexicon.given([], option)
+    if ruled.drugs or ruled.open_classes:
+        return _gives_ruled_out_drugs(option, item)
+    if _SYSTEMIC_WORDS.search(option):
+        return modality == "systemic"
+    own = _own_procedure(option)
+    if own.kinds:
+        return bool(_gives_procedure(own, procedures(_item_text(item)), modality))
+    # Words neither the lexicon nor the procedure families know ("intensive induction"): the
+    # item recommends them when it says them, not negated.
+    return lexicon.written(option, _item_text(item))
+
+
+def _own_procedure(option: str) -> Procedures:
+    """The procedure an option is: the family it names first, with the specific kinds of that
+    family it names ("Breast-conserving surgery ... with whole-breast radiotherapy" is an
+    operation)."""
+    lower = lexicon.normalise(option).lower()
+    first: tuple[int, str] | None = None
+    for family in FAMILIES:
+        starts = [m.start() for m in _GENERIC[family.name].finditer(lower)]
+        for tag in family.specific:
+            starts += [m.start() for m in _SPECIFIC[(family.name, tag)].finditer(lower)]
+        if starts and (first is None or min(starts) < first[0]):
+            first = (min(starts), family.name)
+    if first is None:
+        return Procedures({})
+    return Procedures({first[1]: procedures(option, set_aside=False).kinds[first[1]]})
+
+
+# --- the properties -----------------------------------------------------------------------------
+def _components(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    recommendation = plan.get("recommendation") or {}
+    return [c for c in recommendation.get("components") or [] if isinstance(c, Mapping)]
+
+
+def _item_text(item: Mapping[str, Any]) -> str:
+    return str(item.get("description") or "").strip()
+
+
+def _place(item: Mapping[str, Any]) -> str:
+    if item.get("role") == "alternative":
+        return f"alternative {item.get('rank') or ''}".strip()
+    return f"pathway step {item.get('order') or ''}".strip()
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip(" ,;:") + "…"
+
+
+def recommends_ruled_out(plan: Mapping[str, Any]) -> list[Finding]:
+    """An item of the pathway or an alternative gives an option the plan rules out."""
+    findings = []
+    for rejected in plan.get("rejected_options") or []:
+        if not isinstance(rejected, Mapping):
+            continue
+        option = str(rejected.get("option") or "").strip()
+        if not option:
+            continue
+        for item in _components(plan):
+            if item.get("role", "primary") not in ("primary", "alternative"):
+                continue
+            if _gives_ruled_out(option, item):
+                text = _item_text(item)
+                findings.append(
+                    Finding(
+                        RECOMMENDS_RULED_OUT,
+                        (text, option),
+                        f"The plan recommends “{_short(text)}” ({_place(item)}) but rules out "
+                        f"“{_short(_WHERE_FROM.sub('', option))}”: keep one of them.",
+                    )
+                )
+    return findings
+
+
+ACTIVE: Final = frozenset(
+    {"surgery", "ablation", "locoregional", "systemic", "radiotherapy", "transplant"}
+)
+_CURATIVE_LOCAL: Final = frozenset({"surgery", "ablation", "transplant", "radiotherapy"})
+# Cellular and high-dose therapies, and eradication therapy (gastric MALT lymphoma), cure
+# without chemotherapy; monoclonal antibodies or endocrine therapy alone do not.
+_CURATIVE_SYSTEMIC_CLASSES: Final = frozenset({"chemotherapy", "car_t", "antibiotic"})
+_CURATIVE_SYSTEMIC_WORDS = re.compile(
+    r"car[- ]?t\b|stem[- ]cell|high-dose|eradication|chemoradi", re.IGNORECASE
+)
+# A local treatment a palliative plan may give: for symptoms, a complication or a metastasis.
+_PALLIATIVE_LOCAL = re.compile(
+    r"palliat\w*|symptom\w*|relie\w*|decompress\w*|stabili[sz]\w*|fixation|bypass|stent\w*|"
+    r"debulk\w*|cytoreduct\w*|toilet|bleed\w*|ha?emorrhag\w*|ha?emosta\w*|obstruct\w*|"
+    r"fractur\w*|pain\w*|metasta\w*|brain|spinal|cord\s+compression|fungat\w*|ulcerat\w*",
+    re.IGNORECASE,
+)
+_INTENT_WORDS: Final = {
+    "curative": "curative",
+    "palliative": "palliative",
+    "surveillance": "surveillance",
+}
+
+
+def _curative_capable(item: Mapping[str, Any]) -> bool:
+    modality = str(item.get("modality") or "")
+    if modality in _CURATIVE_LOCAL:
+        return True
+    # "TACE to downstage, then liver transplant": a step that leads to a curative one (but not
+    # "surgery if the tumour progresses", offered only under a condition).
+    named = procedures(_item_text(item), conditional=False).families
+    if named & {"surgery", "transplant", "ablation", "radiotherapy"}:
+        return True
+    if modality != "systemic":
+        return False
+    gives = _item_given(item)
+    if any(gives.gives_class(c) for c in _CURATIVE_SYSTEMIC_CLASSES):
+        return True
+    return bool(_CURATIVE_SYSTEMIC_WORDS.search(_item_text(item)))
+
+
+def intent_contradicts_steps(plan: Mapping[str, Any]) -> list[Finding]:
+    """The stated intent does not fit the recommended pathway: surveillance with an active
+    treatment, a curative intent with no step that can cure, or a palliative intent with an
+    operation, ablation or transplant aimed at the tumour rather than at a symptom."""
+    intent = str((plan.get("recommendation") or {}).get("intent") or "")
+    if intent not in _INTENT_WORDS:
+        return []
+    pathway = [c for c in _components(plan) if c.get("role", "primary") == "primary"]
+    if not pathway:
+        return []
+    if intent == "surveillance":
+        active = [c for c in pathway if str(c.get("modality") or "") in ACTIVE]
+        return [
+            Finding(
+                INTENT_CONTRADICTS_STEPS,
+                ("surveillance", _item_text(c)),
+                f"The intent is surveillance, but {_place(c)} is an active treatment "
+                f"(“{_short(_item_text(c))}”): make the intent curative or palliative, or "
+                "move the treatment to the alternatives.",
+            )
+            for c in active
+        ]
+    if intent == "curative":
+        if any(_curative_capable(c) for c in pathway):
+            return []
+        return [
+            Finding(
+                INTENT_CONTRADICTS_STEPS,
+                ("curative", *(_item_text(c) for c in pathway)),
+                "The intent is curative, but no step of the pathway can cure (no operation, "
+                "ablation, transplant, radiotherapy or curative systemic therapy): make the "
+                "intent palliative or add the curative step.",
+            )
+        ]
+    findings = []
+    for c in pathway:
+        modality = str(c.get("modality") or "")
+        text = _item_text(c)
+        aimed_at_tumour = modality == "transplant" or (
+            modality in ("surgery", "ablation") and not _PALLIATIVE_LOCAL.search(text)
+        )
+        if aimed_at_tumour:
+            findings.append(
+                Finding(
+                    INTENT_CONTRADICTS_STEPS,
+                    ("palliative", text),
+                    f"The intent is palliative, but {_place(c)} (“{_short(text)}”) treats the "
+                    "tumour with curative aim: make the intent curative, or say what the step "
+                    "palliates.",
+                )
+            )
+    return findings
+
+
+Check = Callable[[Mapping[str, Any]], Sequence[Finding]]
+# Every property a plan is checked for, in the order their findings are reported.
+CHECKS: Final[tuple[Check, ...]] = (recommends_ruled_out, intent_contradicts_steps)
+
+
+def plan_findings(plan: Mapping[str, Any], checks: Iterable[Check] = CHECKS) -> list[Finding]:
+    """Every way ``plan`` contradicts itself (empty: coherent)."""
+    return [finding for check in checks for finding in check(plan)]
