@@ -36,7 +36,10 @@ if not os.environ.get("DATABASE_URL"):
     repo = Path(__file__).resolve().parent.parent
     embedded.drop_database(Path(os.environ.get("MDTBOARD_VAR_DIR", repo / "var")), DATABASE)
 
+from benchmarks.common import repository_tests_package  # noqa: E402
 from mdtboard.bootstrap import embedded_servers  # noqa: E402
+
+repository_tests_package()
 
 embedded_servers()
 
@@ -46,7 +49,17 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from benchmarks import board, engine, fhir, intake, journal, parsers, report, retrieval  # noqa: E402
+from benchmarks import (  # noqa: E402
+    board,
+    engine,
+    fhir,
+    intake,
+    journal,
+    parsers,
+    report,
+    retrieval,
+    textreaders,
+)
 
 
 def main() -> None:
@@ -63,6 +76,7 @@ def main() -> None:
     only = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")), "")
     parts = {
         "parsers": parsers.run,
+        "textreaders": textreaders.run,
         "intake": intake.run,
         "fhir": fhir.run,
         "retrieval": retrieval.run_quality,

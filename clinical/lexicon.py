@@ -680,6 +680,7 @@ _POST_CUE = re.compile(
     r"^\s*(?:\w+\s+){0,2}?(?:is\s+|are\s+|be\s+)?(?:" + "|".join(_POST_CUES) + ")"
 )
 _WITH_OR_WITHOUT = re.compile(r"(?:with or without|±|\+/-)$")
+_WITH_OR_WITHOUT_CHARS = len("with or without")
 
 _DASHES = str.maketrans(
     {c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212"} | {"\u00ae": " ", "\u2122": " "}
@@ -804,28 +805,53 @@ def mentions(text: str) -> list[Mention]:
     return kept
 
 
+# How far either side of a mention negation is looked for, in characters: far wider than the
+# four words a cue governs, and a bound, so that reading n mentions costs O(n) (issue 26: the
+# whole text before each mention was read again, quadratic). The lexicon sits below the text
+# readers (docs/architecture.md), so it keeps its own copy of their window.
+_SCOPE_CHARS = 240
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char in "_'"
+
+
+def _look_back(lower: str, start: int) -> int:
+    """Where the look-back before ``start`` begins: at most _SCOPE_CHARS characters, moved on
+    past a word it would cut ("pia|no" must not read as the cue "no")."""
+    begin = max(0, start - _SCOPE_CHARS)
+    if begin > 0 and _is_word_char(lower[begin - 1]):
+        while begin < start and _is_word_char(lower[begin]):
+            begin += 1
+    return begin
+
+
 def _negated(lower: str, mention: Mention, previous: list[tuple[Mention, bool]]) -> bool:
-    after = lower[mention.end :]
+    after = lower[mention.end : mention.end + _SCOPE_CHARS]
     if _SUFFIX.match(after):
         return True
     clause_end = _CLAUSE_BREAK.search(after)
     tail = after[: clause_end.start()] if clause_end else after
     if _POST_CUE.match(tail):
         return True
-    before = lower[: mention.start]
+    begin = _look_back(lower, mention.start)
+    before = lower[begin : mention.start]
     breaks = list(_CLAUSE_BREAK.finditer(before))
-    clause_start = breaks[-1].end() if breaks else 0
+    clause_start = begin + (breaks[-1].end() if breaks else 0)
     # "with or without X" and "± X" give X (optionally): not a negation.
-    if _WITH_OR_WITHOUT.search(before.rstrip()):
+    if _WITH_OR_WITHOUT.search(before.rstrip()[-_WITH_OR_WITHOUT_CHARS:]):
         return False
-    head = before[clause_start:]
+    head = lower[clause_start : mention.start]
     cues = list(_PRE_CUE.finditer(head))
     if not cues:
         return False
     cue = cues[-1]
     gap = head[cue.end() :]
-    # Mentions between the cue and this one (a list: "no X or Y") carry the cue along.
-    for earlier, was_negated in reversed(previous):
+    # Mentions between the cue and this one (a list: "no X or Y") carry the cue along. The
+    # nearest earlier mention decides: mentions come in order, so if it lies before the cue,
+    # every earlier one does.
+    if previous:
+        earlier, was_negated = previous[-1]
         if earlier.start >= clause_start + cue.end() and earlier.end <= mention.start:
             words = re.findall(r"[a-z0-9/]+|-", lower[earlier.end : mention.start])
             return was_negated and all(w in _CONNECTORS for w in words)

@@ -100,11 +100,13 @@ _FACT_PATH = re.compile(rf"\b(?:{_SECTIONS})\.[a-z0-9_]+\b")
 # (Not a host name: "www.nccn.org" stays.)
 _UNIT = r"(?!www\.)(?:[a-z][a-z0-9_-]*\.){2,}[a-z0-9_-]*[a-z0-9_](?<!\.org)(?<!\.com)(?<!\.net)"
 # " (hcc.ci.x)", " (for hcc.ci.x)", " (see lung.tx.y, common.gate.z)": a bracket of ids only.
+# Each starts where a run of white space starts, or at the bracket (comma) itself: an unanchored
+# leading \s* was tried again from every space of a long run (quadratic, issue 26).
 _UNITS_IN_BRACKETS = re.compile(
-    rf"\s*\((?:(?:for|see|per|from)\s+)?{_UNIT}(?:\s*[,;]\s*{_UNIT})*\)"
+    rf"(?<!\s)\s*\((?:(?:for|see|per|from)\s+)?{_UNIT}(?:\s*[,;]\s*{_UNIT})*\)"
 )
 # ", hcc.ci.x" at the end of a list in brackets: "(major, condition, hcc.ci.x)".
-_UNIT_LISTED = re.compile(rf"\s*[,;]\s*{_UNIT}(?=\s*[),;])")
+_UNIT_LISTED = re.compile(rf"(?<!\s)\s*[,;]\s*{_UNIT}(?=\s*[),;])")
 _UNIT_BARE = re.compile(rf"(?<![\w./-]){_UNIT}(?![\w/-])")
 _SNAKE = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")
 

@@ -71,11 +71,22 @@ def _shown(value: Any) -> Any:
     return value
 
 
+# A list's audit row names at most this many of the ids it showed (and how many it showed).
+_LISTED_IDS = 500
+
+
 @require_GET
 def patient_list(request: AuthedRequest) -> HttpResponse:
     form = DossierFilterForm(request.GET or None)
     cancer_type = form.cleaned_data.get("cancer_type", "") if form.is_valid() else ""
-    patients = selectors.patient_list(user=request.user, cancer_type=cancer_type)
+    patients = list(selectors.patient_list(user=request.user, cancer_type=cancer_type))
+    # Who saw which patients listed (ids only): a list discloses as a page does (issue 26).
+    audit_record(
+        action="patient.list",
+        actor=request.user,
+        object_type="consult.patient",
+        payload={"ids": [p.pk for p in patients[:_LISTED_IDS]], "count": len(patients)},
+    )
     return render(request, "consult/patient_list.html", {"patients": patients, "form": form})
 
 
@@ -94,6 +105,12 @@ def dossier_list(request: AuthedRequest) -> HttpResponse:
         patient_id=small_count(patient),
     )
     shown = list(dossiers[:500])
+    audit_record(
+        action="dossier.list",
+        actor=request.user,
+        object_type="consult.lesiondossier",
+        payload={"ids": [d.pk for d in shown[:_LISTED_IDS]], "count": len(shown)},
+    )
     # The worklist of the next meeting: each case's consultation and where its review stands.
     worklist = dossier_worklist(dossiers=shown)
     template = "consult/dossier_list.html"
@@ -241,6 +258,10 @@ def dossier_edit(request: AuthedRequest, pk: int, section: str) -> HttpResponse:
                 f"{last.snapshot_number + 1}, a draft: submit it for a new consultation.",
             )
         return redirect(_next_section_url(dossier.pk, section, request.POST.get("then")))
+    # The edit form shows the section's data: a read, audited as the dossier page is.
+    audit_record(
+        action="dossier.edit_view", actor=request.user, obj=dossier, payload={"section": section}
+    )
     return render(
         request, "consult/dossier_edit.html", _edit_context(dossier, section, dossier.data, {}, [])
     )

@@ -8,6 +8,14 @@ declared Content-Length over ``settings.MAX_REQUEST_BYTES`` is answered 413 as s
 headers are in, and a chunked body is counted as it arrives and refused once past the cap:
 nothing over the cap is ever stored. The ASGI middleware stays behind it, for servers started
 some other way.
+
+Slow clients (issue 26): Twisted's only timeout is an idle one that every byte resets, so a
+client trickling a header line every few seconds (slowloris) held its socket for hours. Here
+each connection has deadlines that data does not reset: the request line and headers must be
+in within ``MDTBOARD_HEADER_TIMEOUT_S`` of the connection (or of the end of the previous
+request on a kept-alive one), the body within ``MDTBOARD_BODY_TIMEOUT_S`` of the headers; a
+client that misses one is dropped. The application's own time (a long response, a WebSocket
+once upgraded) is never limited by them.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from typing import Any, cast
 from daphne.cli import CommandLineInterface
 from daphne.http_protocol import HTTPFactory, WebRequest
 from twisted.internet import reactor
+from twisted.web import http
 
 from mdtboard.core.limits import TOO_LARGE, size_text
 
@@ -106,7 +115,70 @@ class CappedWebRequest(WebRequest):  # type: ignore[misc]
             self.channel.transport.abortConnection()
 
 
+# Twisted's own annotations of HTTPChannel are partial; as Daphne's classes, it is used untyped.
+_HTTPChannel: Any = http.HTTPChannel
+
+
+class DeadlineHTTPChannel(_HTTPChannel):  # type: ignore[misc]
+    """Twisted's HTTP channel with a deadline for the headers and one for the body."""
+
+    header_timeout: float = 10.0
+    body_timeout: float = 60.0
+    _deadline: Any = None
+
+    def connectionMade(self) -> None:
+        super().connectionMade()
+        self._arm(self.header_timeout, "headers")
+
+    def allHeadersReceived(self) -> None:
+        super().allHeadersReceived()
+        # allContentReceived follows at once for a request without a body.
+        self._arm(self.body_timeout, "body")
+
+    def allContentReceived(self) -> None:
+        # From here on the application has the request: its time is not the client's.
+        self._disarm()
+        super().allContentReceived()
+
+    def requestDone(self, request: Any) -> None:
+        super().requestDone(request)
+        if self.persistent and self.transport is not None and not self.requests:
+            # A kept-alive connection has as long for its next request's headers.
+            self._arm(self.header_timeout, "headers")
+
+    def connectionLost(self, reason: Any) -> None:
+        self._disarm()
+        super().connectionLost(reason)
+
+    def _arm(self, seconds: float, phase: str) -> None:
+        self._disarm()
+        if seconds > 0:
+            self._deadline = cast(Any, reactor).callLater(seconds, self._too_slow, phase)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None and self._deadline.active():
+            self._deadline.cancel()
+        self._deadline = None
+
+    def _too_slow(self, phase: str) -> None:
+        self._deadline = None
+        if self.transport is None:
+            return
+        logger.warning("slow client dropped: %s not complete in time", phase)
+        self.transport.abortConnection()
+
+
+def _deadline_channel_protocol(factory: Any) -> Any:
+    channel = DeadlineHTTPChannel()
+    server = factory.server
+    channel.header_timeout = server.header_timeout
+    channel.body_timeout = server.body_timeout
+    return cast(Any, http)._GenericHTTPChannelProtocol(channel)
+
+
 class CappedHTTPFactory(HTTPFactory):  # type: ignore[misc]
+    protocol = _deadline_channel_protocol
+
     def buildProtocol(self, addr: Any) -> Any:
         protocol = super().buildProtocol(addr)
         protocol.requestFactory = CappedWebRequest
@@ -120,6 +192,8 @@ class CappedServer(daphne.server.Server):  # type: ignore[misc]
         from django.conf import settings  # configured: Daphne loaded the application first
 
         self.max_request_bytes: int = settings.MAX_REQUEST_BYTES
+        self.header_timeout: float = settings.HEADER_TIMEOUT_S
+        self.body_timeout: float = settings.BODY_TIMEOUT_S
         super().__init__(*args, **kwargs)
 
     # Server.run() builds its HTTPFactory inline and keeps it in this attribute before it

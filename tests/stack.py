@@ -84,7 +84,8 @@ def start_daphne(
         child_env(test_database, extra_env),
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    # Loading Django and the app takes a few seconds, over a minute on a shared, busy machine.
+    deadline = time.monotonic() + 90
     while True:
         if proc.popen.poll() is not None:
             raise RuntimeError(f"Daphne exited early:\n{proc.tail()}")
@@ -96,7 +97,7 @@ def start_daphne(
             pass
         if time.monotonic() > deadline:
             proc.stop()
-            raise RuntimeError(f"Daphne did not answer within 30 s:\n{proc.tail()}")
+            raise RuntimeError(f"Daphne did not answer within 90 s:\n{proc.tail()}")
         time.sleep(0.2)
 
 

@@ -21,7 +21,7 @@ from clinical.calculators.patient import (
     treatment_line,
 )
 from clinical.results import CalcResult, Inputs, lookup
-from clinical.text.negation import negated_at
+from clinical.text.negation import negated_at, window_end, window_start
 
 HISTORY_SOURCE: Final = (
     "Read from diagnosis.prior_therapies[] (stop_reason; best response PD = progression; the "
@@ -50,7 +50,11 @@ _PROGRESSION_CUE = re.compile(
     re.IGNORECASE,
 )
 # "palbociclib-refractory", "osimertinib-resistant".
-_REFRACTORY_AFTER = re.compile(r"([\w/+-]+)[-\s](?:refractory|resistant)\b", re.IGNORECASE)
+# A match starts only where a drug word starts: without the look-behind, a run of 10,000 word
+# characters was scanned to its end from each of its positions (quadratic, issue 26).
+_REFRACTORY_AFTER = re.compile(
+    r"(?<![\w/+-])([\w/+-]+)[-\s](?:refractory|resistant)\b", re.IGNORECASE
+)
 # Cues that the patient stopped a drug for its side effects: the drug is named before the cue
 # ("sorafenib stopped after 6 weeks for grade 3 hand-foot skin reaction") ...
 _STOPPED = re.compile(
@@ -96,9 +100,25 @@ def _sentences(text: str) -> list[str]:
 
 
 def _span_after(sentence: str, end: int) -> str:
-    rest = sentence[end:]
+    # A drug span lies within a few words of its cue: reading no further than SCOPE_CHARS keeps
+    # the work per cue constant however long the sentence (issue 26).
+    rest = sentence[end : window_end(sentence, end)]
     stop = _SPAN_END.search(rest)
     return (rest[: stop.start()] if stop else rest).strip(" -")
+
+
+_QUOTE_CHARS: Final = 300
+_BEFORE_BREAK = re.compile(r"[,(:]|\band\b")
+
+
+def _quoted(sentence: str, start: int, end: int) -> str:
+    """The sentence a finding was read from, as its evidence: whole when it is short, else the
+    words around the mention (a 100 KB sentence quoted once per mention is quadratic)."""
+    if len(sentence) <= _QUOTE_CHARS:
+        return f"stated: '{sentence}'"
+    half = _QUOTE_CHARS // 2
+    begin, stop = window_start(sentence, start, chars=half), window_end(sentence, end, chars=half)
+    return f"stated: '…{sentence[begin:stop].strip()}…'"
 
 
 def _text_outcomes(text: str) -> list[PriorOutcome]:
@@ -112,24 +132,29 @@ def _text_outcomes(text: str) -> list[PriorOutcome]:
                 continue
             span = _span_after(sentence, match.end())
             if span:
-                found.append(PriorOutcome(span.lower(), "progression", f"stated: '{sentence}'"))
+                how = _quoted(sentence, match.start(), match.end())
+                found.append(PriorOutcome(span.lower(), "progression", how))
         for match in _REFRACTORY_AFTER.finditer(sentence):
             if not negated_at(sentence, match.start(), match.end()):
                 regimen = match.group(1).lower()
-                found.append(PriorOutcome(regimen, "progression", f"stated: '{sentence}'"))
+                how = _quoted(sentence, match.start(), match.end())
+                found.append(PriorOutcome(regimen, "progression", how))
         for match in _INTOLERANT_OF.finditer(sentence):
             span = _span_after(sentence, match.end())
             if span:
-                found.append(PriorOutcome(span.lower(), "intolerance", f"stated: '{sentence}'"))
+                how = _quoted(sentence, match.start(), match.end())
+                found.append(PriorOutcome(span.lower(), "intolerance", how))
         for match in [*_STOPPED.finditer(sentence), *_NOT_TOLERATED_AFTER.finditer(sentence)]:
             harm = match.groupdict().get("harm")
             if harm and negated_at(sentence, match.start("harm"), match.end("harm")):
                 continue  # "stopped after six cycles without toxicity"
-            before = sentence[: match.start()].rstrip(" ,;-(")
-            cut = max((m.end() for m in re.finditer(r"[,(:]|\band\b", before)), default=0)
+            begin = window_start(sentence, match.start())
+            before = sentence[begin : match.start()].rstrip(" ,;-(")
+            cut = max((m.end() for m in _BEFORE_BREAK.finditer(before)), default=0)
             span = before[cut:].strip(" -")
             if span:
-                found.append(PriorOutcome(span.lower(), "intolerance", f"stated: '{sentence}'"))
+                how = _quoted(sentence, match.start(), match.end())
+                found.append(PriorOutcome(span.lower(), "intolerance", how))
     return found
 
 

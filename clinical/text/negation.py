@@ -19,6 +19,11 @@ stem ("infiltrat") still matches its endings.
 Rule-based and conservative in one direction only: text it cannot read counts as affirmed, as a
 substring match did before, so a rule never silently stops firing on unusual wording; it stops
 firing only on an explicit negation.
+
+Linear in the text (issue 26): every question about one mention looks at most SCOPE_CHARS
+characters either side of it, never back to the start of the text or on to its end, so a
+reader that asks about each of n mentions does O(n) work, not O(n squared). The windows are
+far wider than the five (three) words NegEx looks at.
 """
 
 from __future__ import annotations
@@ -31,12 +36,36 @@ from typing import Final
 NEGATOR_RE: Final = re.compile(r"\b(?:not|never|no|nor)\b|n't\b|\bno\s+longer\b", re.IGNORECASE)
 
 
+# How far either side of a mention the negation and scope readers look, in characters.
+SCOPE_CHARS: Final = 240
+
+
+def window_start(text: str, start: int, *, chars: int = SCOPE_CHARS) -> int:
+    """Where a look-back of ``chars`` characters before ``start`` begins, moved on past a word
+    it would cut ("pia|no" must not read as "no")."""
+    begin = max(0, start - chars)
+    if begin > 0 and (text[begin - 1].isalnum() or text[begin - 1] in "_'"):
+        while begin < start and (text[begin].isalnum() or text[begin] in "_'"):
+            begin += 1
+    return begin
+
+
+def window_end(text: str, end: int, *, chars: int = SCOPE_CHARS) -> int:
+    """Where a look-ahead of ``chars`` characters after ``end`` stops, before a word it would
+    cut."""
+    stop = min(len(text), end + chars)
+    if stop < len(text) and (text[stop].isalnum() or text[stop] in "_'"):
+        while stop > end and (text[stop - 1].isalnum() or text[stop - 1] in "_'"):
+            stop -= 1
+    return stop
+
+
 def negated_before(
     text: str, start: int, *, words: int, breaks: re.Pattern[str], negators: re.Pattern[str]
 ) -> bool:
     """A negator among the ``words`` words before position ``start``, after the last scope
     break: the one primitive both readers use, each with its own window and breaks."""
-    prefix = text[:start]
+    prefix = text[window_start(text, start) : start]
     found = list(breaks.finditer(prefix))
     if found:
         prefix = prefix[found[-1].end() :]
@@ -79,14 +108,16 @@ PRE_WINDOW_WORDS: Final = 5
 
 
 def _scope_start(text: str, start: int) -> int:
-    """Where the clause holding position ``start`` begins."""
-    found = [m for m in CLAUSE_BREAK_RE.finditer(text, 0, start)]
-    return found[-1].end() if found else 0
+    """Where the clause holding position ``start`` begins (at most SCOPE_CHARS back)."""
+    begin = window_start(text, start)
+    found = [m for m in CLAUSE_BREAK_RE.finditer(text, begin, start)]
+    return found[-1].end() if found else begin
 
 
 def _scope_end(text: str, end: int) -> int:
-    match = CLAUSE_BREAK_RE.search(text, end)
-    return match.start() if match else len(text)
+    stop = window_end(text, end)
+    match = CLAUSE_BREAK_RE.search(text, end, stop)
+    return match.start() if match else stop
 
 
 def _pre_negated(text: str, start: int) -> bool:
@@ -102,11 +133,14 @@ def _pre_negated(text: str, start: int) -> bool:
     return False
 
 
+_COLON_RE: Final = re.compile(r"[^\S\n]*:")
+
+
 def _post_negated(text: str, end: int) -> bool:
     # "Varices: none": a colon right after the term introduces its value, not a new clause.
-    colon = re.match(r"[^\S\n]*:", text[end:])
+    colon = _COLON_RE.match(text, end, window_end(text, end))
     if colon:
-        end += colon.end()
+        end = colon.end()
     after = text[end : _scope_end(text, end)]
     if _FREE_SUFFIX_RE.match(after):
         return True

@@ -16,6 +16,7 @@ conservative (a clause it cannot read yields nothing) and its output is shown wi
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -259,14 +260,29 @@ def _cue_polarity(clause: str, match: re.Match[str]) -> Polarity:
     return _flip(pol) if _negated(clause, match.start()) else pol
 
 
-def _mention_polarity(clause: str, start: int, end: int) -> Polarity | None:
-    before = [m for m in _CUE_RE.finditer(clause) if m.end() <= start]
+def _mention_polarity(
+    clause: str, cues: list[re.Match[str]], cue_ends: list[int], start: int, end: int
+) -> Polarity | None:
+    """The stance of the nearest cue before the mention, else of the first after it. ``cues``
+    are the clause's cue matches, found once (issue 26: finding them again for every mention
+    made a clause of n mentions cost n squared); ``cue_ends`` their ends, ascending."""
+    before = bisect.bisect_right(cue_ends, start)
     if before:
-        return _cue_polarity(clause, before[-1])
-    after = [m for m in _CUE_RE.finditer(clause) if m.start() >= end]
-    if after:
-        return _cue_polarity(clause, after[0])
+        return _cue_polarity(clause, cues[before - 1])
+    # Cues do not overlap, so their starts ascend with their ends.
+    after = bisect.bisect_left(cue_ends, end + 1)
+    for cue in cues[after:]:
+        if cue.start() >= end:
+            return _cue_polarity(clause, cue)
     return None
+
+
+_QUOTE_CHARS: Final = 200
+
+
+def _quoted(clause: str) -> str:
+    """A clause as the evidence of a reason, cut short (quoted once per mention)."""
+    return clause if len(clause) <= _QUOTE_CHARS else clause[:_QUOTE_CHARS].rstrip() + "…"
 
 
 def _clauses(text: str) -> list[str]:
@@ -293,30 +309,39 @@ def parse_preferences(text: str) -> Preferences:
     # following clause without a topic of its own may settle ("but declined").
     pending: list[_Topic] = []
     for clause in _clauses(text):
-        taken: list[tuple[int, int]] = []
+        # Each character of the clause belongs to at most one topic mention: a mention is
+        # checked against its own characters only, never against every mention before it.
+        taken = bytearray(len(clause))
+        any_taken = False
+        cues = list(_CUE_RE.finditer(clause))
+        cue_ends = [cue.end() for cue in cues]
         open_topics: list[_Topic] = []
         for topic in _TOPICS:
             for match in topic.pattern.finditer(clause):
                 start, end = match.span()
-                if any(start < e and s < end for s, e in taken):
+                if start == end or any(taken[start:end]):
                     continue
-                taken.append((start, end))
-                pol = _mention_polarity(clause, start, end)
+                taken[start:end] = b"\x01" * (end - start)
+                any_taken = True
+                pol = _mention_polarity(clause, cues, cue_ends, start, end)
                 if pol in (None, "neutral"):
                     open_topics.append(topic)
                 if topic.kind == "want" and pol == "decline":
                     rejected.update(topic.topics)
                 found = _apply(topic, pol, declines, wants)
                 if found:
-                    reasons.append(f'{"/".join(found)} <- "{clause}"')
-        if not taken and pending:
+                    reasons.append(f'{"/".join(found)} <- "{_quoted(clause)}"')
+        if not any_taken and pending:
             refusal = _REFUSAL_RE.search(clause)
             if refusal and not _negated(clause, refusal.start()):
                 for topic in pending:
                     found = _apply(topic, "decline", declines, wants)
                     if found:
-                        reasons.append(f'{"/".join(found)} <- "{clause}" (previous clause)')
-        pending = open_topics if taken else []
+                        reasons.append(
+                            f'{"/".join(found)} <- "{_quoted(clause)}" (previous clause)'
+                        )
+        # A topic left open once is pending once, however often the clause repeats it.
+        pending = list(dict.fromkeys(open_topics)) if any_taken else []
     if _FAMILY_COMPLETE_RE.search(text):
         wants.difference_update(_FERTILITY_AND_PREGNANCY)
         rejected.update(_FERTILITY_AND_PREGNANCY)
@@ -331,7 +356,7 @@ def parse_preferences(text: str) -> Preferences:
     return Preferences(
         declines=[t for t in DECLINE_TOPICS if t in declines],
         wants=[t for t in WANT_TOPICS if t in wants],
-        reasons=reasons,
+        reasons=list(dict.fromkeys(reasons)),
         rejected_wishes=[t for t in WANT_TOPICS if t in rejected and t not in wants],
     )
 

@@ -633,6 +633,17 @@ def _allergies(facts: Mapping[str, Any]) -> list[str] | None:
     return [str(a).strip() for a in raw if str(a).strip()] if isinstance(raw, list) else None
 
 
+# A recorded allergy may be 400 characters long (consult/casefile/fields.py); a rule's advice
+# holds at most 400 (clinical/rules.py): quoted longer, it failed the whole consultation.
+_ALLERGEN_QUOTED_CHARS = 300
+
+
+def _quoted_allergen(allergen: str) -> str:
+    if len(allergen) <= _ALLERGEN_QUOTED_CHARS:
+        return allergen
+    return allergen[:_ALLERGEN_QUOTED_CHARS].rstrip() + "…"
+
+
 def _named_allergens(
     items: Sequence[ProposedComponent],
     facts: Mapping[str, Any],
@@ -650,7 +661,7 @@ def _named_allergens(
             agents=(allergen,),
             severity=Severity.CRITICAL,
             effect=SafetyEffect.REMOVE,
-            advice=f"Recorded allergy to {allergen}: not given.",
+            advice=f"Recorded allergy to {_quoted_allergen(allergen)}: not given.",
         )
         for item in items:
             names = targets(rule, item)

@@ -132,6 +132,8 @@ def _drop_brackets(text: str, excluded: Excluded) -> str:
 # an acronym in brackets, up to the next comma, semicolon or end.
 _JOINED = re.compile(r"\s+(?:with|plus|and|\+)\s+$", re.IGNORECASE)
 _PARTNER_TAIL = re.compile(r"[^,;()]*(?:\s*\([^()]{1,12}\))?")
+# How far before a partner drug its joining word is looked for ("... with", "... plus").
+_JOIN_CHARS = 120
 
 
 def without_partners(text: str, excluded: Excluded) -> str | None:
@@ -141,15 +143,30 @@ def without_partners(text: str, excluded: Excluded) -> str | None:
     28-day cycles"), so the item no longer reads as giving it; None when that is not possible
     (the head of the item names the drug). Only for withdrawn drugs: the knowledge base decided
     that the regimen goes on without it, which is never assumed for a drug merely excluded."""
+    # Cuts are found right to left on the text as written and made in one pass (issue 26:
+    # splicing the text, and reading back to its start, at every mention was quadratic). A
+    # partner's tail that runs into the cut after it joins that cut, as it would have run on
+    # into the text once that cut was made.
+    cuts: list[tuple[int, int]] = []
     for mention in reversed(list(lexicon.mentions(text))):
         if mention.regimen or not (mention.drugs & excluded.drugs) or mention.start == 0:
             continue
-        joined = _JOINED.search(text[: mention.start])
+        joined = _JOINED.search(text, max(0, mention.start - _JOIN_CHARS), mention.start)
         if joined is None:
             continue
-        tail = _PARTNER_TAIL.match(text, mention.end)
+        limit = cuts[-1][0] if cuts else len(text)
+        tail = _PARTNER_TAIL.match(text, mention.end, limit)
         end = tail.end() if tail else mention.end
-        text = text[: joined.start()] + text[end:]
+        if cuts and end >= limit:
+            end = cuts.pop()[1]
+        cuts.append((joined.start(), end))
+    if cuts:
+        kept, last = [], 0
+        for start, end in reversed(cuts):
+            kept.append(text[last:start])
+            last = end
+        kept.append(text[last:])
+        text = "".join(kept)
     text = text.strip()
     return None if excluded.named_in(text) else text
 

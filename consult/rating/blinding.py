@@ -70,13 +70,16 @@ _SECTIONS = "patient|diagnosis|index_lesion|staging|biomarkers|labs|organ_functi
 # "organ_function.qtc_ms", "derived.frailty": a case-file field or derived fact by its path.
 _FIELD = re.compile(rf"\b(?:{_SECTIONS})\.[a-z0-9_]+\b")
 # " (common.gate.carboplatin-calvert)": a knowledge-base unit cited in brackets.
+# The patterns that begin with white space start only where a run of it starts, and a unit id
+# only where a word starts: tried again from every position of a long run, they were quadratic
+# (issue 26).
 _UNIT_IN_BRACKETS = re.compile(
-    r"\s*\((?:for\s+)?(?:[a-z][a-z0-9_-]*\.){2,}[a-z0-9_.-]*[a-z0-9_-]\)"
+    r"(?<!\s)\s*\((?:for\s+)?(?:[a-z][a-z0-9_-]*\.){2,}[a-z0-9_.-]*[a-z0-9_-]\)"
 )
 # "hcc.tx.resection": a bare unit id (three or more dotted lowercase parts).
-_UNIT = re.compile(r"\b(?:[a-z][a-z0-9_-]*\.){2,}[a-z0-9_-]+\b")
+_UNIT = re.compile(r"(?<![\w-])(?:[a-z][a-z0-9_-]*\.){2,}[a-z0-9_-]+\b")
 # " [carboplatin auc5 mg: 670]": a value the safety gate calculated.
-_CALCULATED = re.compile(r"\s*\[([a-z0-9_ ]+): ([^\]]+)\]")
+_CALCULATED = re.compile(r"(?<!\s)\s*\[([a-z0-9_ ]+): ([^\]]+)\]")
 _AGENT = re.compile(
     r"\b(?:the\s+)?(?:" + "|".join(re.escape(w) for w in ROLE_WORDS) + r")\s+"
     r"(?:agent|member|role|seat|specialist)s?\b",

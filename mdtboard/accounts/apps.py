@@ -10,6 +10,7 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         from allauth.account import signals as account_signals
+        from allauth.mfa import signals as mfa_signals
         from django.contrib.auth.signals import user_logged_in
         from django.db.models.signals import post_migrate
 
@@ -30,3 +31,12 @@ class AccountsConfig(AppConfig):
             (account_signals.email_changed, receivers.record_email_changed),
         ):
             signal.connect(receiver, dispatch_uid=f"accounts-audit-{receiver.__name__}")
+        # Two-factor: turned on or off, recovery codes regenerated or used, codes refused.
+        for mfa_signal, mfa_receiver in (
+            (mfa_signals.authenticator_added, receivers.record_mfa_added),
+            (mfa_signals.authenticator_removed, receivers.record_mfa_removed),
+            (mfa_signals.authenticator_reset, receivers.record_mfa_reset),
+            (mfa_signals.authenticator_used, receivers.record_mfa_used),
+            (mfa_signals.authentication_failed, receivers.record_mfa_failed),
+        ):
+            mfa_signal.connect(mfa_receiver, dispatch_uid=f"accounts-audit-{mfa_receiver.__name__}")

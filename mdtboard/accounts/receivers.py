@@ -7,6 +7,7 @@ from typing import Any
 from mdtboard.accounts.services import (
     audit_email_change,
     email_unconfirmed_claims_release,
+    mfa_event_record,
     roles_sync,
     user_email_verify_by_link,
 )
@@ -44,4 +45,46 @@ def record_email_changed(
 ) -> None:
     audit_email_change(
         action="primary", user=user, address=to_email_address, previous=from_email_address
+    )
+
+
+def record_mfa_added(
+    sender: Any, request: Any, user: Any, authenticator: Any, **kwargs: Any
+) -> None:
+    mfa_event_record(event="added", user=user, authenticator=authenticator, request=request)
+
+
+def record_mfa_removed(
+    sender: Any, request: Any, user: Any, authenticator: Any, **kwargs: Any
+) -> None:
+    mfa_event_record(event="removed", user=user, authenticator=authenticator, request=request)
+
+
+def record_mfa_reset(
+    sender: Any, request: Any, user: Any, authenticator: Any, **kwargs: Any
+) -> None:
+    mfa_event_record(event="reset", user=user, authenticator=authenticator, request=request)
+
+
+def record_mfa_used(
+    sender: Any, request: Any, user: Any, authenticator: Any, **kwargs: Any
+) -> None:
+    mfa_event_record(
+        event="used",
+        user=user,
+        authenticator=authenticator,
+        request=request,
+        reauthenticated=bool(kwargs.get("reauthenticated")),
+    )
+
+
+def record_mfa_failed(
+    sender: Any, request: Any, user: Any, authenticator: Any, **kwargs: Any
+) -> None:
+    mfa_event_record(
+        event="failed",
+        user=user,
+        authenticator=authenticator,
+        request=request,
+        reauthentication=bool(kwargs.get("reauthentication")),
     )

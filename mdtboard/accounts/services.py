@@ -24,7 +24,7 @@ from django.utils.text import slugify
 from mdtboard.accounts.models import Team, User
 from mdtboard.accounts.roles import ROLE_PERMISSIONS, Role
 from mdtboard.accounts.selectors import email_taken_by_another
-from mdtboard.audit.services import audit_record, client_address
+from mdtboard.audit.services import audit_record, audit_throttled_quota, client_address
 
 
 class AccountError(Exception):
@@ -100,12 +100,18 @@ def user_invite(
     invited_by: Any,
     base_url: str,
 ) -> User:
-    """Create the account without a password and email a one-time link to set one."""
+    """Create the account without a password and email a one-time link to set one.
+
+    Every unconfirmed claim other accounts hold on the address goes at once (issue 26): an
+    administrator vouches for it by inviting it, and a claim left until the invitee sets a
+    password would, meanwhile, get a password reset for the address mailed for the claimant's
+    account too."""
     with transaction.atomic():
         user = user_create(
             email=email, role=role, display_name=display_name, teams=teams, actor=invited_by
         )
         audit_record(action="user.invite", actor=invited_by, obj=user, payload={"role": role})
+        email_unconfirmed_claims_release(email=user.email, owner=user)
     path = reverse(
         "account_reset_password_from_key",
         kwargs={
@@ -249,3 +255,36 @@ def demo_seed(*, credentials_file: Path) -> list[DemoLogin]:
 
 def demo_credentials_path() -> Path:
     return Path(settings.VAR_DIR) / "demo-credentials.json"
+
+
+# Two-factor events on the audit log (issue 26): allauth's MFA signals, one action each.
+MFA_ACTIONS = {
+    "added": "mfa.activated",
+    "removed": "mfa.deactivated",
+    "reset": "mfa.recovery_codes_regenerated",
+    "used": "mfa.used",
+    "failed": "mfa.code_failed",
+}
+
+
+def mfa_event_record(
+    *, event: str, user: Any, authenticator: Any, request: Any = None, **details: bool
+) -> None:
+    """An authenticator turned on or off, recovery codes regenerated, a code accepted or
+    refused. A recovery code used is its own action (someone may have the codes who should
+    not). Failed codes are recorded at most a few times per account and window, the next one
+    counting those left out: a guesser must not be able to grow the append-only log without
+    bound (allauth's rate limit stops the guessing itself)."""
+    kind = str(getattr(authenticator, "type", "") or "")
+    action = MFA_ACTIONS[event]
+    if event == "used" and kind == "recovery_codes":
+        action = "mfa.recovery_code_used"
+    payload: dict[str, Any] = {"type": kind, **client_address(request)}
+    payload.update({key: True for key, value in details.items() if value})
+    if event == "failed":
+        left_out = audit_throttled_quota(key=f"mfa-failed:{getattr(user, 'pk', '')}")
+        if left_out is None:
+            return
+        if left_out:
+            payload["not_recorded_before"] = left_out
+    audit_record(action=action, actor=user, obj=user, payload=payload)

@@ -4,7 +4,9 @@ Whoever can write the audit table can delete its newest rows, or rewrite a row a
 every later link; the chain alone still looks whole. The anchor is a small file (under var/ by
 default, ``AUDIT_ANCHOR_PATH``) moved forward after each committed event and at each verify:
 the verifier then finds the anchored event missing or changed. It only ever moves forward, so
-concurrent writers and a late commit cannot pull it back.
+concurrent writers and a late commit cannot pull it back. It is created only by the first event
+of a chain, a restore or the audited ``audit_reanchor`` command: a missing file is reported by
+the verifier, never silently written anew (deleting it must not let a forged head be anchored).
 """
 
 from __future__ import annotations
@@ -55,8 +57,9 @@ def anchor_read() -> Anchor | None:
     return _read(path) if path is not None else None
 
 
-def anchor_advance(*, event_id: int, event_hash: str) -> bool:
-    """Move the anchor to this event if it is newer than the anchored one; True if moved."""
+def anchor_advance(*, event_id: int, event_hash: str, create: bool = False) -> bool:
+    """Move the anchor to this event if it is newer than the anchored one; True if moved.
+    A missing anchor file is written only with ``create`` (the chain's first event)."""
     path = anchor_path()
     if path is None:
         return False
@@ -69,6 +72,9 @@ def anchor_advance(*, event_id: int, event_hash: str) -> bool:
         except AnchorUnreadable:
             # Never overwrite evidence: the verifier reports the damaged file.
             logger.error("audit anchor %s is unreadable; not moved", path)
+            return False
+        if current is None and not create:
+            logger.error("audit anchor %s is missing; not recreated (see audit_reanchor)", path)
             return False
         if current is not None and current.event_id >= event_id:
             return False
@@ -101,9 +107,9 @@ def anchor_reset(*, head: Anchor | None, reason: str) -> Path | None:
     return kept
 
 
-def anchor_advance_quietly(event_id: int, event_hash: str) -> None:
+def anchor_advance_quietly(event_id: int, event_hash: str, create: bool = False) -> None:
     """After-commit hook: a full disk must not fail the request the event belongs to."""
     try:
-        anchor_advance(event_id=event_id, event_hash=event_hash)
+        anchor_advance(event_id=event_id, event_hash=event_hash, create=create)
     except OSError:
         logger.exception("could not write the audit anchor")

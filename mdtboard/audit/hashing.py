@@ -6,7 +6,11 @@ Two schemes, recorded per row so old rows stay verifiable:
 2. HMAC-SHA256 keyed with ``settings.AUDIT_HMAC_KEY``: without the key nobody can recompute a
    rewritten chain, even with write access to the table.
 
-A chain never goes back from 2 to 1: the verifier refuses a legacy row after a keyed one.
+A chain never goes back from 2 to 1: the verifier refuses a legacy row after a keyed one, and
+any legacy row after the cut-over (``settings.AUDIT_LEGACY_UNTIL``, the id of the last event
+written before the key existed; 0, the default, for a log that began keyed). The cut-over is
+kept outside the database: whoever can rewrite the table could otherwise recompute the whole
+chain in the unkeyed scheme and call it legacy.
 """
 
 from __future__ import annotations
@@ -23,6 +27,11 @@ GENESIS_HASH = "0" * 64
 SCHEME_SHA256 = 1
 SCHEME_HMAC = 2
 CURRENT_SCHEME = SCHEME_HMAC
+
+
+def legacy_until() -> int:
+    """The id of the last event that may carry the unkeyed scheme (0: none may)."""
+    return max(0, int(getattr(settings, "AUDIT_LEGACY_UNTIL", 0) or 0))
 
 
 def canonical_json(value: Any) -> str:

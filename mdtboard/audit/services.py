@@ -6,6 +6,7 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -16,11 +17,13 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from mdtboard.audit.anchor import (
+    Anchor,
     AnchorUnreadable,
     anchor_advance,
     anchor_advance_quietly,
     anchor_path,
     anchor_read,
+    anchor_reset,
 )
 from mdtboard.audit.hashing import (
     CURRENT_SCHEME,
@@ -28,6 +31,7 @@ from mdtboard.audit.hashing import (
     SCHEME_HMAC,
     SCHEME_SHA256,
     event_hash,
+    legacy_until,
     payload_hash,
 )
 from mdtboard.audit.models import AuditEvent
@@ -85,9 +89,11 @@ def audit_record(
         ),
     )
     every = max(1, int(getattr(settings, "AUDIT_ANCHOR_EVERY", 1)))
-    if event.pk % every == 0:
-        # After commit: an event rolled back with its change must never be anchored.
-        transaction.on_commit(partial(anchor_advance_quietly, event.pk, event.hash))
+    first = prev == GENESIS_HASH
+    if first or event.pk % every == 0:
+        # After commit: an event rolled back with its change must never be anchored. Only a
+        # chain's first event may create the anchor file; later ones only move it.
+        transaction.on_commit(partial(anchor_advance_quietly, event.pk, event.hash, first))
     return event
 
 
@@ -211,7 +217,16 @@ ANCHOR_CHANGED = (
     "(anchor {path})"
 )
 ANCHOR_UNREADABLE = "the audit anchor file is unreadable"
+ANCHOR_ABSENT = (
+    "the audit anchor {path} is missing while the log holds events: the head cannot be checked "
+    "(deleted, or a chain was recomputed behind it); if you know why, `manage.py "
+    "audit_reanchor --reason ...` anchors the current head and records that it did"
+)
 SCHEME_DOWNGRADE = "an unkeyed (legacy) hash after a keyed one"
+UNKEYED_AFTER_CUTOVER = (
+    "an unkeyed (legacy) hash after the cut-over to the keyed scheme "
+    "(AUDIT_LEGACY_UNTIL={until}): only events written before the key existed may be unkeyed"
+)
 
 
 def audit_verify() -> ChainReport:
@@ -225,6 +240,9 @@ def audit_verify() -> ChainReport:
     report, head, anchored_hash = _chain_walk(anchored_id=anchor.event_id if anchor else None)
     if not report.ok:
         return report
+    if anchor is None and head is not None and anchor_path() is not None:
+        # Never recreated here: an attacker who deleted the file would get their head anchored.
+        return ChainReport(report.checked, 0, ANCHOR_ABSENT.format(path=anchor_path()))
     if anchor is not None:
         where = str(anchor_path())
         if anchored_hash is None:
@@ -247,6 +265,7 @@ def _chain_walk(*, anchored_id: int | None) -> tuple[ChainReport, AuditEvent | N
     prev = GENESIS_HASH
     checked = 0
     scheme = SCHEME_SHA256
+    until = legacy_until()
     anchored_hash: str | None = None
     head: AuditEvent | None = None
     for event in AuditEvent.objects.order_by("id").iterator(chunk_size=2000):
@@ -257,6 +276,9 @@ def _chain_walk(*, anchored_id: int | None) -> tuple[ChainReport, AuditEvent | N
             return ChainReport(checked, event.pk, "unknown hash scheme"), None, None
         if event.hash_scheme < scheme:
             return ChainReport(checked, event.pk, SCHEME_DOWNGRADE), None, None
+        if event.hash_scheme == SCHEME_SHA256 and event.pk > until:
+            reason = UNKEYED_AFTER_CUTOVER.format(until=until)
+            return ChainReport(checked, event.pk, reason), None, None
         scheme = event.hash_scheme
         if payload_hash(event.payload) != event.payload_hash:
             return ChainReport(checked, event.pk, "payload does not match its hash"), None, None
@@ -278,3 +300,67 @@ def _chain_walk(*, anchored_id: int | None) -> tuple[ChainReport, AuditEvent | N
         prev = event.hash
         head = event
     return ChainReport(checked, None, ""), head, anchored_hash
+
+
+class ReanchorRefused(Exception):
+    """The chain's links do not hold: anchoring its head would bless a forgery."""
+
+
+@dataclass(frozen=True)
+class Reanchored:
+    anchor: Anchor
+    previous: Anchor | None
+    previous_unreadable: bool
+    kept: Path | None
+    checked: int
+
+
+def audit_reanchor(*, reason: str, operator: str) -> Reanchored:
+    """Anchor the head of a chain whose every link holds, after the anchor file was lost or
+    damaged (or never written: anchoring was off). The only way, besides a restore, to write
+    an anchor behind an existing chain, so it is itself recorded on the chain, naming who ran
+    it, why, and the anchor it replaced (that file is moved aside, never deleted)."""
+    reason = reason.strip()
+    if not reason:
+        raise ReanchorRefused("give the reason for re-anchoring (--reason)")
+    if anchor_path() is None:
+        raise ReanchorRefused("anchoring is off (AUDIT_ANCHOR_PATH=off): nothing to re-anchor")
+    report, head = audit_chain_check()
+    if not report.ok:
+        raise ReanchorRefused(
+            f"audit chain BROKEN at event #{report.broken_event_id}: {report.reason}; "
+            "a broken chain is never re-anchored"
+        )
+    try:
+        previous, unreadable = anchor_read(), False
+    except AnchorUnreadable:
+        previous, unreadable = None, True
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+    # First the verified head, then the event recording this, anchored as every event is.
+    kept = anchor_reset(
+        head=Anchor(head.pk, head.hash) if head is not None else None, reason=f"reanchor-{stamp}"
+    )
+    with transaction.atomic():
+        event = audit_record(
+            action="audit.reanchored",
+            object_type="audit_anchor",
+            payload={
+                "reason": reason[:500],
+                "operator": operator[:150],
+                "head_before_id": head.pk if head is not None else None,
+                "previous_anchor": (
+                    {"event_id": previous.event_id, "hash": previous.hash}
+                    if previous is not None
+                    else ("unreadable" if unreadable else None)
+                ),
+                "previous_anchor_kept": kept.name if kept is not None else None,
+            },
+        )
+    anchor_advance(event_id=event.pk, event_hash=event.hash, create=True)
+    return Reanchored(
+        anchor=Anchor(event.pk, event.hash),
+        previous=previous,
+        previous_unreadable=unreadable,
+        kept=kept,
+        checked=report.checked,
+    )

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
 import subprocess
+import tarfile
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +43,10 @@ BAD_MANIFEST = "the manifest {path} is not an mdtboard backup manifest"
 CHECKSUM_MISMATCH = (
     "checksum mismatch: {path} does not match its manifest (damaged or altered); nothing restored"
 )
+BAD_REPORTS = (
+    "the report archive {path} does not match its manifest (damaged or altered); nothing restored"
+)
+NO_REPORTS = "the report archive {path} the manifest names is missing; nothing restored"
 NO_TOOL = (
     "{tool} not found: install the PostgreSQL client tools of the server's major version "
     "or set PG_BIN to their directory"
@@ -56,6 +63,10 @@ class BackupResult:
     manifest_path: Path
     manifest: dict[str, Any]
 
+    @property
+    def reports_unavailable(self) -> list[dict[str, Any]]:
+        return list((self.manifest.get("reports") or {}).get("unavailable") or [])
+
 
 @dataclass(frozen=True)
 class RestoreResult:
@@ -63,6 +74,8 @@ class RestoreResult:
     row_counts: dict[str, int]
     chain_head: Anchor | None
     previous_anchor_kept: Path | None
+    reports_restored: int = 0
+    reports_missing: tuple[int, ...] = ()
 
     @property
     def mismatched(self) -> list[str]:
@@ -72,6 +85,10 @@ class RestoreResult:
 
 def manifest_path_for(dump: Path) -> Path:
     return dump.with_name(dump.name + ".json")
+
+
+def reports_path_for(dump: Path) -> Path:
+    return dump.with_name(dump.name + ".reports.tar")
 
 
 def backup_create(*, output: Path | None = None) -> BackupResult:
@@ -98,6 +115,7 @@ def _backup_create(*, output: Path | None) -> BackupResult:
             snapshot, server_version = cursor.fetchone()
         counts = _row_counts()
         head = _chain_head()
+        report_rows = _finished_reports()
         try:
             _run(
                 [pg_dump, "--format=custom", f"--snapshot={snapshot}", f"--file={partial}"],
@@ -108,6 +126,7 @@ def _backup_create(*, output: Path | None) -> BackupResult:
             raise
     os.chmod(partial, 0o600)
     os.replace(partial, path)
+    reports = _reports_archive(rows=report_rows, archive=reports_path_for(path))
     manifest = {
         "format": MANIFEST_FORMAT,
         "file": path.name,
@@ -121,6 +140,7 @@ def _backup_create(*, output: Path | None) -> BackupResult:
         "audit_chain_head": (
             {"event_id": head.event_id, "hash": head.hash} if head is not None else None
         ),
+        "reports": reports,
     }
     manifest_path = manifest_path_for(path)
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
@@ -130,7 +150,12 @@ def _backup_create(*, output: Path | None) -> BackupResult:
         action="database.backup",
         object_type="backup",
         object_id=path.name[:64],
-        payload={"file": path.name, "sha256": manifest["sha256"]},
+        payload={
+            "file": path.name,
+            "sha256": manifest["sha256"],
+            "reports": len(reports["files"]),
+            "reports_unavailable": [r["id"] for r in reports["unavailable"]],
+        },
     )
     return BackupResult(path=path, manifest_path=manifest_path, manifest=manifest)
 
@@ -152,6 +177,13 @@ def backup_check(*, path: Path) -> dict[str, Any]:
         raise BackupError(BAD_MANIFEST.format(path=manifest_path))
     if _sha256(path) != expected:
         raise BackupError(CHECKSUM_MISMATCH.format(path=path))
+    reports = manifest.get("reports")
+    if reports:
+        archive = reports_path_for(path)
+        if not archive.is_file():
+            raise BackupError(NO_REPORTS.format(path=archive))
+        if _sha256(archive) != reports.get("sha256"):
+            raise BackupError(BAD_REPORTS.format(path=archive))
     return dict(manifest)
 
 
@@ -167,12 +199,23 @@ def backup_restore(*, path: Path) -> RestoreResult:
     """
     manifest = backup_check(path=path)
     pg_restore = _tool("pg_restore")
+    # Every report file is read and checked against its hash before anything is replaced.
+    staged = _reports_staged(path=path, manifest=manifest)
     # pg_restore drops every table: this process must hold no session that could block it.
     connections.close_all()
     # The owner recreates the tables; the app's role gets its privileges from app_role_grant,
     # not from the backup's own grants (--no-acl), which may name a role this server lacks.
     with database_owner():
-        return _backup_restore(path=path, manifest=manifest, pg_restore=pg_restore)
+        result = _backup_restore(path=path, manifest=manifest, pg_restore=pg_restore)
+    restored, missing = _reports_put_back(staged=staged)
+    return RestoreResult(
+        manifest=result.manifest,
+        row_counts=result.row_counts,
+        chain_head=result.chain_head,
+        previous_anchor_kept=result.previous_anchor_kept,
+        reports_restored=restored,
+        reports_missing=missing,
+    )
 
 
 def _backup_restore(*, path: Path, manifest: dict[str, Any], pg_restore: str) -> RestoreResult:
@@ -230,6 +273,122 @@ def _backup_restore(*, path: Path, manifest: dict[str, Any], pg_restore: str) ->
     return RestoreResult(
         manifest=manifest, row_counts=counts, chain_head=head, previous_anchor_kept=kept
     )
+
+
+# --- report files -------------------------------------------------------------------------------
+# The PDF reports live under MEDIA_ROOT, outside the database, each with its SHA-256 on its
+# row. A backup archives every finished report's file beside the dump (checked against its
+# row's hash as it is read); a restore checks each against the manifest before it touches
+# the database, then puts them back. A report whose file was missing or altered at backup
+# time is listed in the manifest as unavailable and can be rendered again from its plan.
+
+
+def _finished_reports() -> list[tuple[int, str, str]]:
+    model = apps.get_model("review", "PlanReport")
+    return list(
+        model.objects.filter(status="done")
+        .exclude(path="")
+        .order_by("pk")
+        .values_list("pk", "path", "sha256")
+    )
+
+
+def _safe_relative(relative: str) -> Path | None:
+    """A report path inside MEDIA_ROOT, or None (absolute, or climbing out with '..')."""
+    candidate = Path(relative)
+    if candidate.is_absolute() or ".." in candidate.parts or not candidate.parts:
+        return None
+    return candidate
+
+
+def _reports_archive(*, rows: list[tuple[int, str, str]], archive: Path) -> dict[str, Any]:
+    media = Path(settings.MEDIA_ROOT)
+    files: dict[str, str] = {}
+    unavailable: list[dict[str, Any]] = []
+    partial = archive.with_name(archive.name + ".partial")
+    with tarfile.open(partial, "w") as tar:
+        for pk, relative, expected in rows:
+            safe = _safe_relative(relative)
+            source = media / safe if safe is not None else None
+            if source is None or not source.is_file():
+                unavailable.append({"id": pk, "path": relative, "reason": "file missing"})
+                continue
+            data = source.read_bytes()
+            if hashlib.sha256(data).hexdigest() != expected:
+                unavailable.append({"id": pk, "path": relative, "reason": "hash mismatch"})
+                continue
+            info = tarfile.TarInfo(name=str(safe))
+            info.size, info.mode = len(data), 0o600
+            tar.addfile(info, io.BytesIO(data))
+            files[str(safe)] = expected
+    os.chmod(partial, 0o600)
+    os.replace(partial, archive)
+    return {
+        "file": archive.name,
+        "sha256": _sha256(archive),
+        "files": files,
+        "unavailable": unavailable,
+    }
+
+
+def _reports_staged(*, path: Path, manifest: dict[str, Any]) -> Path | None:
+    """The backup's report files unpacked into a private folder beside MEDIA_ROOT, each
+    checked against the manifest's hash; BackupError before anything is restored otherwise."""
+    reports = manifest.get("reports")
+    if not reports:
+        return None  # a backup made before reports were archived
+    expected: dict[str, str] = dict(reports.get("files") or {})
+    media = Path(settings.MEDIA_ROOT)
+    media.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=".restore-", dir=media))
+    seen: set[str] = set()
+    try:
+        with tarfile.open(reports_path_for(path), "r") as tar:
+            for member in tar.getmembers():
+                safe = _safe_relative(member.name)
+                handle = tar.extractfile(member) if member.isfile() else None
+                if safe is None or handle is None or member.name not in expected:
+                    raise BackupError(BAD_REPORTS.format(path=reports_path_for(path)))
+                data = handle.read()
+                if hashlib.sha256(data).hexdigest() != expected[member.name]:
+                    raise BackupError(
+                        f"report file {member.name} does not match its hash in the manifest; "
+                        "nothing restored"
+                    )
+                target = staged / safe
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+                target.chmod(0o600)
+                seen.add(member.name)
+        if seen != set(expected):
+            raise BackupError(BAD_REPORTS.format(path=reports_path_for(path)))
+    except (BackupError, tarfile.TarError, OSError) as exc:
+        shutil.rmtree(staged, ignore_errors=True)
+        if isinstance(exc, BackupError):
+            raise
+        raise BackupError(BAD_REPORTS.format(path=reports_path_for(path))) from exc
+    return staged
+
+
+def _reports_put_back(*, staged: Path | None) -> tuple[int, tuple[int, ...]]:
+    """Move the staged files into MEDIA_ROOT; the ids of finished reports whose file is
+    still not there (to be rendered again)."""
+    media = Path(settings.MEDIA_ROOT)
+    restored = 0
+    if staged is not None:
+        for source in sorted(p for p in staged.rglob("*") if p.is_file()):
+            target = media / source.relative_to(staged)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+            restored += 1
+        shutil.rmtree(staged, ignore_errors=True)
+    missing = []
+    for pk, relative, expected in _finished_reports():
+        safe = _safe_relative(relative)
+        kept = media / safe if safe is not None else None
+        if kept is None or not kept.is_file() or _sha256(kept) != expected:
+            missing.append(pk)
+    return restored, tuple(missing)
 
 
 # --- helpers ----------------------------------------------------------------------------------

@@ -63,6 +63,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Outermost of ours: every response of a patient-data view, refusals and redirects made
+    # further in included, says "no-store" (mdtboard.core.caching).
+    "mdtboard.core.caching.NoStoreMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -289,7 +292,14 @@ ACCOUNT_EMAIL_VERIFICATION = "optional"
 ACCOUNT_LOGIN_ON_PASSWORD_RESET = False
 ACCOUNT_PREVENT_ENUMERATION = True
 ACCOUNT_SESSION_REMEMBER = False
-ACCOUNT_RATE_LIMITS = {"login_failed": "10/m/ip,5/5m/key"}
+# Sign-in throttling (mdtboard.accounts.adapters, README "Sign-in throttling"): failures per
+# account and address together (key), per address over all accounts (ip), and per account
+# from addresses it never signed in from; sign-in attempts per address.
+ACCOUNT_RATE_LIMITS = {
+    "login": env.str("LOGIN_RATE_IP", default="120/m/ip"),
+    "login_failed": env.str("LOGIN_FAILED_RATE", default="60/m/ip,5/5m/key"),
+    "login_failed_account": env.str("LOGIN_FAILED_ACCOUNT_RATE", default="20/15m/key"),
+}
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "mdtboard"
 # Accept the code of the previous and the next 30-second step too (RFC 6238 section 5.2): a
@@ -321,6 +331,10 @@ SECURE_REFERRER_POLICY = "same-origin"
 # with 413 before storing it, and mdtboard.core.limits again in front of Django, which reads
 # every body in full before a view can say no.
 MAX_REQUEST_BYTES = env.int("MDTBOARD_MAX_REQUEST_BYTES", default=64 * 1024 * 1024)
+# Slow clients (mdtboard.webserver): a request's line and headers must arrive within this many
+# seconds of the connection (or of the previous request), its body within BODY after them.
+HEADER_TIMEOUT_S = env.float("MDTBOARD_HEADER_TIMEOUT_S", default=10.0)
+BODY_TIMEOUT_S = env.float("MDTBOARD_BODY_TIMEOUT_S", default=60.0)
 # Form fields other than files (no form has a large text field); larger bodies get a 400.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # Uploaded files beyond this spill to a temporary file instead of memory.
@@ -376,6 +390,10 @@ AUDIT_THROTTLED_WINDOW_S = env.int("AUDIT_THROTTLED_WINDOW_S", default=60)
 # Move the anchor after every Nth committed event (1: every event, so that deleting even the
 # newest row is found); audit_verify moves it too.
 AUDIT_ANCHOR_EVERY = env.int("AUDIT_ANCHOR_EVERY", default=1)
+# The cut-over to the keyed scheme: the id of the last event written before AUDIT_HMAC_KEY
+# existed (0: the log began keyed). Any unkeyed event after it is a broken link, so a chain
+# recomputed whole in the unkeyed scheme cannot pass for a legacy one.
+AUDIT_LEGACY_UNTIL = env.int("AUDIT_LEGACY_UNTIL", default=0)
 
 
 def derived_audit_key(secret_key: str) -> str:

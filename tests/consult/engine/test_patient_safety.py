@@ -66,6 +66,21 @@ def test_a_drug_named_in_the_allergies_leaves_the_plan_even_without_a_rule() -> 
     assert _gate(outcome, "allergy_check").status == "fail"
 
 
+def test_an_allergy_written_at_the_longest_a_case_allows_still_removes_the_drug() -> None:
+    # given an allergy entry of 400 characters (the case file's limit) naming a drug: found by
+    # the text-reader harness, whose long allergy text made the gate's advice too long to build
+    allergy = "bleomycin: " + "fever, rigors and a rash after the first dose; " * 8
+    allergy = allergy[:400]
+    facts = {"patient.allergies": [allergy], "derived.allergy_classes": []}
+    first = _option("ABVD x6", "doxorubicin", "bleomycin", "vinblastine", "dacarbazine")
+    second = _option("AVD x6", "doxorubicin", "vinblastine", "dacarbazine")
+    second.role, second.rank = "alternative", 1
+    # when the gate reads it, then it does not fail: the bleomycin regimen goes
+    outcome = with_allergy_check(safety_gate([first, second], [], facts=facts), facts)
+    assert [c.description for c in outcome.components if c.role == "primary"] == ["AVD x6"]
+    assert _gate(outcome, "allergy_check").status == "fail"
+
+
 def _liver_check(applies: bool | None) -> Any:
     return evidence_unit(
         "hcc.gate.liver",

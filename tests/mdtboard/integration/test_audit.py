@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from django.core.cache import cache
 from django.core.management import CommandError, call_command
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -30,6 +28,7 @@ from mdtboard.audit.services import (
     audit_verify,
 )
 from mdtboard.core.dbroles import database_owner
+from tests.fixtures.audit import anchor_current_head, owner_session_without_triggers
 from tests.fixtures.personas import PASSWORD
 from tests.fixtures.waiting import wait_until
 
@@ -85,18 +84,7 @@ def test_audit_trigger_refuses_changes_even_to_the_owner(clinician: Any, operati
     assert event.action == "test.keep"
 
 
-@contextmanager
-def _replica_session() -> Iterator[None]:
-    # Only a database superuser can do this: it is what an attacker with DB access would do.
-    # The app's role cannot (tests/mdtboard/integration/test_database_roles.py), so this runs
-    # as the owner, outside the test's transaction (the tests using it are transactional).
-    with database_owner(), connection.cursor() as cursor:
-        # "replica" mode skips ordinary triggers for this session (superuser only).
-        cursor.execute("SET session_replication_role = replica")
-        try:
-            yield
-        finally:
-            cursor.execute("SET session_replication_role = DEFAULT")
+_replica_session = owner_session_without_triggers
 
 
 def _tamper(event_id: int, **changes: Any) -> None:
@@ -176,7 +164,10 @@ def test_audit_verify_command_reports_intact_chain(clinician: Any, capsys: Any) 
 
 @pytest.fixture
 def anchor_file(settings: Any, tmp_path: Any) -> Any:
+    """Anchoring on, the anchor at the current head, as on a deployment that had it from its
+    first event (the personas' events were recorded before the path was set)."""
     settings.AUDIT_ANCHOR_PATH = str(tmp_path / "audit-anchor.json")
+    anchor_current_head()
     return tmp_path / "audit-anchor.json"
 
 
@@ -283,11 +274,13 @@ def test_deleting_the_newest_event_is_found_by_the_anchor(
 
 
 def test_verify_moves_the_anchor_to_the_head_and_never_back(
-    clinician: Any, anchor_file: Any
+    clinician: Any, anchor_file: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    # given events recorded in a transaction that has not committed yet (no anchor written)
+    # given an anchored chain, then events recorded in a transaction not committed yet
+    with django_capture_on_commit_callbacks(execute=True):
+        first = audit_record(action="test.first", actor=clinician)
     events = [audit_record(action=f"test.{i}", actor=clinician) for i in range(2)]
-    assert not anchor_file.exists()
+    assert json.loads(anchor_file.read_text())["event_id"] == first.pk
     # when the chain is verified, the head is anchored
     assert audit_verify().ok
     assert json.loads(anchor_file.read_text()) == {
@@ -310,7 +303,7 @@ def test_a_damaged_anchor_is_reported_not_overwritten(clinician: Any, anchor_fil
     assert anchor_file.read_text() == "{"
 
 
-def test_legacy_unkeyed_events_still_verify_before_keyed_ones(db: None) -> None:
+def test_legacy_unkeyed_events_still_verify_before_keyed_ones(db: None, settings: Any) -> None:
     # given events written before the key existed (plain SHA-256, scheme 1), as after migrating
     assert not AuditEvent.objects.exists()
     prev = GENESIS_HASH
@@ -337,8 +330,9 @@ def test_legacy_unkeyed_events_still_verify_before_keyed_ones(db: None) -> None:
             **fields,
         )
         prev = event_hash_value
-    # when new, keyed events follow
+    # when new, keyed events follow, and the cut-over names the last legacy event
     audit_record(action="test.keyed")
+    settings.AUDIT_LEGACY_UNTIL = AuditEvent.objects.order_by("id")[2].pk
     # then the whole chain verifies
     report = audit_verify()
     assert report.ok

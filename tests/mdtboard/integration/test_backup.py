@@ -18,6 +18,7 @@ from knowledge.models import KnowledgeUnit
 from mdtboard.audit.anchor import anchor_read
 from mdtboard.audit.models import AuditEvent
 from mdtboard.audit.services import audit_record, audit_verify
+from tests.fixtures.audit import anchor_current_head
 from tests.fixtures.isolation import database_name
 from tests.paths import REPO
 from tests.stack import child_env
@@ -29,6 +30,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def anchor_file(settings: Any, tmp_path: Path) -> Path:
     settings.AUDIT_ANCHOR_PATH = str(tmp_path / "audit-anchor.json")
+    anchor_current_head()
     return tmp_path / "audit-anchor.json"
 
 
@@ -199,3 +201,86 @@ def test_backup_says_clearly_when_pg_dump_is_missing(settings: Any, tmp_path: Pa
         backup(tmp_path)
     # then no file was written
     assert not list(tmp_path.iterdir())
+
+
+# --- report files (issue 26) --------------------------------------------------------------------
+
+
+def _rendered_report(consultation: Any, user: Any, media: Path, content: bytes) -> Any:
+    """A finished report as report_render leaves it: the PDF under MEDIA_ROOT, its hash on
+    its row (rendering a real PDF here would only add WeasyPrint's seconds)."""
+    from consult.review.models import PlanReport, ReportStatus
+
+    report = PlanReport.objects.create(
+        consultation=consultation, plan_number=1, plan_hash="0" * 64, requested_by=user
+    )
+    relative = f"reports/{consultation.pk}/report-{report.pk}.pdf"
+    (media / relative).parent.mkdir(parents=True, exist_ok=True)
+    (media / relative).write_bytes(content)
+    PlanReport.objects.filter(pk=report.pk).update(
+        status=ReportStatus.DONE,
+        path=relative,
+        size_bytes=len(content),
+        sha256=hashlib.sha256(content).hexdigest(),
+    )
+    return relative
+
+
+def test_report_files_are_backed_up_and_restored_with_their_hashes_checked(
+    finished: Any, clinician: Any, anchor_file: Path, tmp_path: Path, settings: Any
+) -> None:
+    # given a finished report whose PDF is on disk
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    media = Path(settings.MEDIA_ROOT)
+    pdf = b"%PDF-1.7 the MDT report\n"
+    relative = _rendered_report(finished, clinician, media, pdf)
+    # when the database is backed up
+    path, manifest = backup(tmp_path)
+    # then the report file is in an archive beside the dump, named with its hash
+    archive = path.with_name(path.name + ".reports.tar")
+    assert archive.is_file()
+    assert manifest["reports"]["files"] == {relative: hashlib.sha256(pdf).hexdigest()}
+    assert manifest["reports"]["sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
+    # when the media disk is lost and the backup restored
+    (media / relative).unlink()
+    output = restore(path, "--yes")
+    # then the report is back, byte for byte
+    assert (media / relative).read_bytes() == pdf
+    assert "report files restored, each matching its hash: 1" in output
+    assert "without their file" not in output
+
+
+def test_restore_refuses_an_altered_report_archive_and_changes_nothing(
+    finished: Any, clinician: Any, tmp_path: Path, settings: Any
+) -> None:
+    # given a backup whose report archive was altered afterwards, and data written since
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    _rendered_report(finished, clinician, Path(settings.MEDIA_ROOT), b"%PDF report\n")
+    path, _ = backup(tmp_path)
+    archive = path.with_name(path.name + ".reports.tar")
+    raw = bytearray(archive.read_bytes())
+    raw[600] ^= 0xFF
+    archive.write_bytes(bytes(raw))
+    later = audit_record(action="test.after_backup", actor=clinician)
+    # when it is restored, then it is refused before the database is touched
+    with pytest.raises(CommandError, match=r"report archive .* does not match"):
+        restore(path, "--yes")
+    assert AuditEvent.objects.order_by("-id").first() == later
+
+
+def test_a_report_file_that_no_longer_matches_its_hash_is_not_backed_up_silently(
+    finished: Any, clinician: Any, tmp_path: Path, settings: Any
+) -> None:
+    # given a report whose file was changed on disk after it was rendered
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    media = Path(settings.MEDIA_ROOT)
+    relative = _rendered_report(finished, clinician, media, b"%PDF original\n")
+    (media / relative).write_bytes(b"%PDF something else\n")
+    # when the database is backed up
+    err = StringIO()
+    call_command("backup", "--output", str(tmp_path / "b.dump"), stdout=StringIO(), stderr=err)
+    # then the backup says so, and the manifest lists it as unavailable, not as backed up
+    assert "not backed up (hash mismatch)" in err.getvalue()
+    manifest = json.loads((tmp_path / "b.dump.json").read_text())
+    assert manifest["reports"]["files"] == {}
+    assert [r["reason"] for r in manifest["reports"]["unavailable"]] == ["hash mismatch"]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from allauth.account.models import EmailAddress
+from allauth.account.utils import user_pk_to_url_str
 from django.core import mail
 from django.test import Client
 from django.urls import reverse
@@ -185,3 +186,34 @@ def test_an_unconfirmed_claim_does_not_keep_an_address_from_its_owner(
     assert AuditEvent.objects.filter(
         action="account.email.released", object_id=str(clinician.pk)
     ).exists()
+
+
+def test_an_invitation_removes_every_unconfirmed_claim_before_a_password_reset(
+    client: Any, clinician: Any, colleague: Any, admin_user: Any, team: Any
+) -> None:
+    # given two accounts that added a new hire's address without confirming it
+    address = "newhire@hospital.test"
+    for user in (clinician, colleague):
+        EmailAddress.objects.create(user=user, email=address, verified=False, primary=False)
+    # when an administrator invites the new hire
+    client.force_login(admin_user)
+    client.post(
+        reverse("accounts:invite"),
+        {"email": address, "role": "clinician", "teams": [team.pk]},
+        follow=True,
+    )
+    invitee = User.objects.get(email=address)
+    client.logout()
+    # then no claim is left, even before the invitee has followed the link
+    assert list(EmailAddress.objects.filter(email__iexact=address).values_list("user_id")) == [
+        (invitee.pk,)
+    ]
+    released = AuditEvent.objects.filter(action="account.email.released")
+    assert {e.object_id for e in released} == {str(clinician.pk), str(colleague.pk)}
+    # and a password reset for the address mails one link, for the invitee's account only
+    mail.outbox.clear()
+    client.post(reverse("account_reset_password"), {"email": address})
+    assert len(mail.outbox) == 1
+    assert mail.outbox[0].to == [address]
+    links = re.findall(r"/password/reset/key/([0-9a-z]+)-", mail.outbox[0].body)
+    assert links == [user_pk_to_url_str(invitee)]

@@ -17,6 +17,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.urls.exceptions import Resolver404
 
+from mdtboard.core.caching import PATIENT_DATA_NAMESPACES
 from tests.mdtboard.permissions import (
     ALLOW,
     DENY,
@@ -405,3 +406,37 @@ def test_a_method_without_a_row_is_refused_even_to_an_administrator(
     # when they use a method the table gives no row for, then the route refuses the method
     outcome = _outcome(client, method, _url(name, world), POST_DATA.get(name, {}))
     assert outcome == UNLISTED_METHOD, f"{method} {name}: give it a row in the table"
+
+
+# Issue 26: every page with patient data tells browsers and proxies to keep no copy.
+PATIENT_DATA_ROUTES = [
+    pytest.param(name, method, id=f"{name}-{method}")
+    for name, row in TABLE.items()
+    if name.split(":")[0] in PATIENT_DATA_NAMESPACES
+    for method in row
+]
+
+
+@pytest.mark.parametrize(("name", "method"), PATIENT_DATA_ROUTES)
+def test_patient_data_routes_say_no_store_to_every_role(
+    client: Client, world: World, name: str, method: str
+) -> None:
+    # given each role in turn, the one the route lets in and those it refuses
+    for role in ROLES:
+        client.cookies.clear()
+        user = world.users[role]
+        if user is not None:
+            client.force_login(user)
+        url = _url(name, world)
+        # when the route answers (a page, a download, a redirect or a refusal)
+        response = (
+            client.post(url, POST_DATA.get(name, {})) if method == "POST" else client.get(url)
+        )
+        # then no browser or proxy may keep a copy
+        assert "no-store" in response.get("Cache-Control", ""), f"{method} {name} as {role}"
+
+
+def test_pages_without_patient_data_are_left_to_their_views(client: Client, world: World) -> None:
+    # given the home page, which shows no patient, then the middleware adds nothing to it
+    client.force_login(world.users["team-clinician"])
+    assert "no-store" not in client.get(reverse("core:home")).get("Cache-Control", "")

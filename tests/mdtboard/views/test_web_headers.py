@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -56,3 +57,17 @@ def test_no_template_has_an_inline_script_or_event_handler() -> None:
         if _INLINE_SCRIPT.search(text) or _EVENT_HANDLER.search(text):
             offenders.append(str(path.relative_to(REPO)))
     assert offenders == []
+
+
+def test_patient_pages_are_kept_neither_in_the_cache_nor_in_htmx_history(
+    client: Any, clinician: Any
+) -> None:
+    # given a clinician on the dossier list, whose filters push its URL into the history
+    client.force_login(clinician)
+    response = client.get(reverse("consult:dossier-list"))
+    # then the browser may keep no copy: not in its cache, and not in htmx's history store,
+    # which would otherwise keep the page in local storage (going back loads it anew)
+    assert "no-store" in response["Cache-Control"]
+    config = re.search(r'<meta name="htmx-config"\s+content=\'([^\']*)\'', response.text)
+    assert config is not None
+    assert json.loads(config.group(1)) == {"historyCacheSize": 0, "refreshOnHistoryMiss": True}

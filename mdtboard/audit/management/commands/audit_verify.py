@@ -14,6 +14,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         report = audit_verify()
+        if not report.ok and report.broken_event_id == 0:
+            # The anchor, not a row: no event to name.
+            raise CommandError(f"audit chain NOT VERIFIED: {report.reason}")
         if not report.ok:
             raise CommandError(
                 f"audit chain BROKEN at event #{report.broken_event_id}: {report.reason} "

@@ -30,5 +30,13 @@ class Command(BaseCommand):
             f"{manifest['size']} bytes, sha256 {manifest['sha256']}, "
             f"manifest {result.manifest_path}"
         )
+        reports = manifest["reports"]
+        self.stderr.write(f"{len(reports['files'])} report file(s) in {reports['file']}")
+        for missing in result.reports_unavailable:
+            # Not in the backup: render it again from its plan version after a restore.
+            self.stderr.write(
+                f"WARNING: report #{missing['id']} not backed up ({missing['reason']}): "
+                f"{missing['path']}"
+            )
         # Alone on stdout, so that scripts can take it: FILE=$(manage.py backup).
         self.stdout.write(str(result.path))

@@ -48,6 +48,14 @@ class Command(BaseCommand):
         )
         if result.previous_anchor_kept:
             self.stdout.write(f"previous audit anchor kept as {result.previous_anchor_kept}")
+        self.stdout.write(
+            f"report files restored, each matching its hash: {result.reports_restored}"
+        )
+        if result.reports_missing:
+            ids = ", ".join(f"#{pk}" for pk in result.reports_missing)
+            self.stdout.write(
+                f"reports without their file (request them again on the plan page): {ids}"
+            )
         if result.mismatched:
             raise CommandError(
                 "row counts differ from the manifest: " + ", ".join(result.mismatched)
