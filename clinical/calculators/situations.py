@@ -246,6 +246,18 @@ def _read(
                     words=finding.words,
                 ),
             )
+    # One mention read as two variants ("combined hepatocellular-cholangiocarcinoma" is not
+    # also a pure cholangiocarcinoma): the longer words stay.
+    variants = [s for s in found.values() if s.kind == "histology_variant"]
+    for short in variants:
+        if any(
+            other is not short
+            and other.phrase == short.phrase
+            and short.words.casefold() in other.words.casefold()
+            and len(other.words) > len(short.words)
+            for other in variants
+        ):
+            found.pop(short.id, None)
     # A newer biopsy: does its sentence read another histology than the one recorded?
     for finding in biopsies:
         change = _change(
