@@ -31,7 +31,10 @@ CANCERS: Final = ("hcc", "lung_adenocarcinoma", "breast", "lymphoma")
 COMMON_HISTOLOGY: Final[Mapping[str, str]] = {
     "hcc": "hepatocellular carcinoma",
     "lung_adenocarcinoma": "adenocarcinoma (non-squamous non-small-cell lung cancer)",
-    "breast": "invasive breast carcinoma (no special type, lobular and special types treated by receptor status)",
+    "breast": (
+        "invasive breast carcinoma (no special type, lobular and special types treated by "
+        "receptor status)"
+    ),
 }
 
 _HISTOLOGY_FACTS: Final = ("diagnosis.histology", "diagnosis.subtype")
@@ -233,9 +236,7 @@ def _add_option(coverage: CancerCoverage, unit: UnitRef) -> None:
         elif fact == "derived.line":
             coverage.lines.setdefault(_line_label(condition), []).append(key)
         elif fact in _SETTING_FACTS:
-            label = (
-                _describe(condition) if fact == "diagnosis.setting" else _SETTING_FACTS[fact]
-            )
+            label = _describe(condition) if fact == "diagnosis.setting" else _SETTING_FACTS[fact]
             coverage.settings.setdefault(label, []).append(key)
         elif fact in _STAGE_FACTS:
             coverage.stages.setdefault(_describe(condition), []).append(key)
@@ -245,7 +246,9 @@ def _add_option(coverage: CancerCoverage, unit: UnitRef) -> None:
             coverage.biomarker_groups.setdefault(_describe(condition), []).append(key)
     if not histology_condition and cancer in COMMON_HISTOLOGY:
         coverage.histologies.setdefault(COMMON_HISTOLOGY[cancer], []).append(key)
-    if not any(str(c.get("fact")) in ("derived.line", "diagnosis.setting") for c in unit.conditions):
+    if not any(
+        str(c.get("fact")) in ("derived.line", "diagnosis.setting") for c in unit.conditions
+    ):
         coverage.settings.setdefault("any setting (no setting condition)", []).append(key)
 
 
@@ -259,14 +262,14 @@ def is_covered(situation: Situation, coverage: CancerCoverage | None) -> bool:
     return situation.id in coverage.situations
 
 
-def uncovered(
-    situations: Sequence[Situation], coverage: CancerCoverage | None
-) -> list[Situation]:
+def uncovered(situations: Sequence[Situation], coverage: CancerCoverage | None) -> list[Situation]:
     return [s for s in situations if not is_covered(s, coverage)]
 
 
 def unit_refs(rows: Iterable[tuple[str, str, str, Mapping[str, Any]]]) -> list[UnitRef]:
-    return [UnitRef(key=k, cancer_type=c, kind=kind, content=content) for k, c, kind, content in rows]
+    return [
+        UnitRef(key=k, cancer_type=c, kind=kind, content=content) for k, c, kind, content in rows
+    ]
 
 
 # --- the document ------------------------------------------------------------------------------
@@ -279,33 +282,110 @@ _CANCER_TITLES: Final = {
 }
 
 
+@dataclass(frozen=True)
+class Row:
+    entry: str
+    units: tuple[str, ...]
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    rows: tuple[Row, ...]
+
+
+@dataclass(frozen=True)
+class CancerTables:
+    """One cancer's map as tables: what has a pathway, and what is outside (with the units
+    that give its immediate steps)."""
+
+    cancer: str
+    title: str
+    options: int
+    tables: tuple[Table, ...]
+    outside: tuple[Row, ...]
+
+
+def _rows(entries: Mapping[str, list[str]]) -> tuple[Row, ...]:
+    return tuple(
+        Row(entry=entry, units=tuple(dict.fromkeys(entries[entry]))) for entry in sorted(entries)
+    )
+
+
+def coverage_tables(maps: Mapping[str, CancerCoverage]) -> list[CancerTables]:
+    """The map in the order a curator reads it (the page and docs/coverage.md)."""
+    specs = catalogue()
+    result = []
+    for cancer in CANCERS:
+        coverage = maps[cancer]
+        histologies = dict(coverage.histologies)
+        if cancer == "lymphoma":
+            histologies = {
+                f"{entity_label(e)} ({e})": keys for e, keys in coverage.entities.items()
+            }
+        situations = {
+            f"{specs[s].label} ({s})" if s in specs else s: keys
+            for s, keys in coverage.situations.items()
+        }
+        tables = (
+            Table("Histologies and variants with a pathway", _rows(histologies)),
+            Table("Special situations with a pathway", _rows(situations)),
+            Table("Disease sites", _rows(coverage.sites)),
+            Table("Settings", _rows(coverage.settings)),
+            Table("Lines of therapy", _rows(coverage.lines)),
+            Table("Stages", _rows(coverage.stages)),
+            Table("Biomarker-defined groups", _rows(coverage.biomarker_groups)),
+        )
+        outside = [
+            Row(
+                entry=f"{spec.label} ({spec.id})",
+                units=tuple(dict.fromkeys(coverage.outside.get(spec.id, []))),
+                kind=spec.kind.replace("_", " "),
+            )
+            for spec in specs.values()
+            if (not spec.cancers or cancer in spec.cancers)
+            and spec.id not in coverage.situations
+            and spec.id != "lymphoma_entity"
+        ]
+        if cancer == "lymphoma":
+            outside += [
+                Row(
+                    entry=f"{entity_label(e)} (lymphoma_entity:{e})",
+                    units=tuple(dict.fromkeys(coverage.outside.get(f"lymphoma_entity:{e}", []))),
+                    kind="histology variant",
+                )
+                for e in ENTITY_LABELS
+                if e not in coverage.entities
+            ]
+        result.append(
+            CancerTables(
+                cancer=cancer,
+                title=_CANCER_TITLES[cancer],
+                options=coverage.options,
+                tables=tables,
+                outside=tuple(outside),
+            )
+        )
+    return result
+
+
 def _keys(keys: Sequence[str], limit: int = 4) -> str:
     unique = list(dict.fromkeys(keys))
     shown = ", ".join(f"`{k}`" for k in unique[:limit])
     return shown + (f" and {len(unique) - limit} more" if len(unique) > limit else "")
 
 
-def _section(title: str, entries: Mapping[str, list[str]]) -> list[str]:
-    lines = [f"#### {title}", ""]
-    if not entries:
-        return [*lines, "None modelled.", ""]
-    lines += ["| entry | options | units |", "|---|---|---|"]
-    for entry in sorted(entries):
-        keys = entries[entry]
-        lines.append(f"| {entry} | {len(set(keys))} | {_keys(keys)} |")
-    return [*lines, ""]
-
-
 def render_markdown(maps: Mapping[str, CancerCoverage]) -> list[str]:
     """docs/coverage.md, as lines (deterministic: the test compares it with the committed
     file)."""
-    specs = catalogue()
     lines = [
         "# Coverage map of the knowledge base",
         "",
         "Generated by `python manage.py coverage_map` from the seed knowledge base "
         "(`knowledge/seed/*.yaml`) with `clinical/coverage.py`; do not edit by hand "
-        "(`tests/knowledge/unit/test_coverage_map.py` fails when it is stale).",
+        "(`tests/knowledge/unit/test_coverage_map.py` fails when it is stale). Curators see "
+        "the same map of the published knowledge base at `/kb/coverage/`.",
         "",
         "A situation is **covered** when a therapy option of the knowledge base is written for "
         "it. A case in a situation that is not covered gets a plan that **abstains** "
@@ -314,49 +394,29 @@ def render_markdown(maps: Mapping[str, CancerCoverage]) -> list[str]:
         '"Outside the pathways", and names the nearest standard pathway as not recommended.',
         "",
     ]
-    for cancer in CANCERS:
-        coverage = maps[cancer]
-        lines += [f"## {_CANCER_TITLES[cancer]} (`{cancer}`)", ""]
-        lines += [f"{coverage.options} therapy options.", ""]
-        histologies = dict(coverage.histologies)
-        if cancer == "lymphoma":
-            histologies = {
-                f"{entity_label(e)} (`{e}`)": keys for e, keys in coverage.entities.items()
-            }
-        lines += _section("Histologies and variants with a pathway", histologies)
-        situations = {
-            f"{specs[s].label} (`{s}`)" if s in specs else s: keys
-            for s, keys in coverage.situations.items()
-        }
-        lines += _section("Special situations with a pathway", situations)
-        lines += _section("Disease sites", coverage.sites)
-        lines += _section("Settings", coverage.settings)
-        lines += _section("Lines of therapy", coverage.lines)
-        lines += _section("Stages", coverage.stages)
-        lines += _section("Biomarker-defined groups", coverage.biomarker_groups)
-        lines += ["#### Outside the pathways: the plan abstains", ""]
-        lines += ["| situation | kind | immediate steps and referral |", "|---|---|---|"]
-        outside = [
-            spec
-            for spec in specs.values()
-            if (not spec.cancers or cancer in spec.cancers)
-            and spec.id not in coverage.situations
-            and spec.id != "lymphoma_entity"
+    for cancer in coverage_tables(maps):
+        lines += [
+            f"## {cancer.title} (`{cancer.cancer}`)",
+            "",
+            f"{cancer.options} therapy options.",
+            "",
         ]
-        for spec in outside:
-            steps = coverage.outside.get(spec.id, [])
-            lines.append(
-                f"| {spec.label} (`{spec.id}`) | {spec.kind.replace('_', ' ')} | "
-                f"{_keys(steps) if steps else 'none: the board is told and decides'} |"
-            )
-        if cancer == "lymphoma":
-            for entity in ENTITY_LABELS:
-                if entity in coverage.entities:
-                    continue
-                steps = coverage.outside.get(f"lymphoma_entity:{entity}", [])
-                lines.append(
-                    f"| {entity_label(entity)} (`lymphoma_entity:{entity}`) | histology variant | "
-                    f"{_keys(steps) if steps else 'none: the board is told and decides'} |"
-                )
+        for table in cancer.tables:
+            lines += [f"### {table.title}", ""]
+            if not table.rows:
+                lines += ["None modelled.", ""]
+                continue
+            lines += ["| entry | options | units |", "|---|---|---|"]
+            lines += [f"| {r.entry} | {len(r.units)} | {_keys(r.units)} |" for r in table.rows]
+            lines.append("")
+        lines += [
+            "### Outside the pathways: the plan abstains",
+            "",
+            "| situation | kind | immediate steps and referral |",
+            "|---|---|---|",
+        ]
+        for row in cancer.outside:
+            steps = _keys(row.units) if row.units else "none: the board is told and decides"
+            lines.append(f"| {row.entry} | {row.kind} | {steps} |")
         lines.append("")
     return lines

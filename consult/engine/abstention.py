@@ -109,7 +109,13 @@ def abstain(
     ]
     # The steps in the order of the situations they are for (emergencies first).
     rank = {s.id: i for i, s in enumerate(outside)}
-    steps.sort(key=lambda u: (min(rank.get(i, 99) for i in _situation_ids(u) or {""}), u.unit_id))
+    steps.sort(
+        key=lambda u: (
+            min(rank.get(i, 99) for i in _situation_ids(u) or {""}),
+            u.therapy.preference if u.therapy is not None else 9,
+            u.unit_id,
+        )
+    )
     step_ids = {u.unit_id for u in steps}
     kept: list[PlanComponent] = []
     nearest: list[str] = []
