@@ -186,16 +186,22 @@ def abstain(
 def summary(abstention: Abstention) -> str:
     """The plan's answer when it abstains: what was recognised first, then what to do now,
     what the board decides and whom it involves, and the pathway it does not recommend."""
-    parts = [abstention.reason, "The knowledge base has no pathway for this situation, so no "
-             "treatment pathway is recommended."]
+    parts = [
+        abstention.reason,
+        "The knowledge base has no pathway for this situation, so no "
+        "treatment pathway is recommended.",
+    ]
     if abstention.immediate_steps:
-        label = "Immediate steps, safe whatever the final plan" if abstention.emergency else (
-            "Before any treatment"
+        label = (
+            "Immediate steps, safe whatever the final plan"
+            if abstention.emergency
+            else ("Before any treatment")
         )
         parts.append(f"{label}: " + "; ".join(s.text for s in abstention.immediate_steps) + ".")
     if abstention.board_decides:
-        parts.append("The board decides: " + "; ".join(d.text for d in abstention.board_decides)
-                     + ".")
+        parts.append(
+            "The board decides: " + "; ".join(d.text for d in abstention.board_decides) + "."
+        )
     if abstention.specialists:
         parts.append("Involve: " + ", ".join(abstention.specialists) + ".")
     if abstention.nearest_pathway:

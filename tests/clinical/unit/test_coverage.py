@@ -23,10 +23,16 @@ def _unit(key: str, cancer: str, conditions: list[dict[str, Any]], **action: Any
     return UnitRef(key=key, cancer_type=cancer, kind="therapy_step", content=content)
 
 
-LEPTO = Situation(id="leptomeningeal", kind="site", label="leptomeningeal disease",
-                  phrase="", source="notes")
-SARCOMATOID = Situation(id="sarcomatoid", kind="histology_variant", label="sarcomatoid",
-                        phrase="", source="diagnosis.histology")
+LEPTO = Situation(
+    id="leptomeningeal", kind="site", label="leptomeningeal disease", phrase="", source="notes"
+)
+SARCOMATOID = Situation(
+    id="sarcomatoid",
+    kind="histology_variant",
+    label="sarcomatoid",
+    phrase="",
+    source="diagnosis.histology",
+)
 
 
 def test_coverage_an_option_for_a_situation_covers_it_an_immediate_step_does_not() -> None:
@@ -65,24 +71,37 @@ def test_coverage_a_histology_condition_naming_the_variant_covers_it() -> None:
     maps = coverage_map([standard, variant])
     assert is_covered(SARCOMATOID, maps["lung_adenocarcinoma"])
     # and the map shows it to curators
-    assert any("sarcomatoid" in line and "lung.tx.sarcomatoid-io" in line
-               for line in render_markdown(maps))
+    assert any(
+        "sarcomatoid" in line and "lung.tx.sarcomatoid-io" in line for line in render_markdown(maps)
+    )
 
 
 def test_coverage_lymphoma_entities_come_from_the_options() -> None:
     dlbcl = _unit(
-        "lymph.tx.rchop", "lymphoma",
+        "lymph.tx.rchop",
+        "lymphoma",
         [{"fact": "derived.lymphoma_entity", "op": "eq", "value": "dlbcl"}],
     )
     follicular = _unit(
-        "lymph.tx.br", "lymphoma",
+        "lymph.tx.br",
+        "lymphoma",
         [{"fact": "diagnosis.histology", "op": "contains_any", "value": ["follicular"]}],
     )
     coverage = coverage_map([dlbcl, follicular])["lymphoma"]
-    burkitt = Situation(id="lymphoma_entity:burkitt", kind="histology_variant",
-                        label="Burkitt", phrase="", source="diagnosis.histology")
-    fl = Situation(id="lymphoma_entity:follicular", kind="histology_variant",
-                   label="FL", phrase="", source="diagnosis.histology")
+    burkitt = Situation(
+        id="lymphoma_entity:burkitt",
+        kind="histology_variant",
+        label="Burkitt",
+        phrase="",
+        source="diagnosis.histology",
+    )
+    fl = Situation(
+        id="lymphoma_entity:follicular",
+        kind="histology_variant",
+        label="FL",
+        phrase="",
+        source="diagnosis.histology",
+    )
     assert is_covered(fl, coverage)
     assert not is_covered(burkitt, coverage)
 

@@ -44,17 +44,21 @@ def test_abstention_emergency_plan_says_so_first_and_gives_immediate_steps(
         "Outside the knowledge base: metastatic spinal cord compression"
     )
     abstention = recommendation.abstention
-    assert abstention is not None and abstention.emergency
+    assert abstention is not None
+    assert abstention.emergency
     situation = abstention.situations[0]
     assert situation.id == "spinal_cord_compression"
     assert "spinal cord compression at T6" in situation.phrase
     # the pathway is the immediate steps, each from a unit with its source in the evidence
     primary = [c for c in recommendation.components if c.role == "primary"]
     text = " ".join(c.description for c in primary).lower()
-    assert "dexamethasone" in text and "mri" in text and "radiotherapy" in text
+    assert "dexamethasone" in text
+    assert "mri" in text
+    assert "radiotherapy" in text
     cited = {e.unit_id for e in plan.evidence}
     assert all(set(c.evidence) <= cited and c.evidence for c in primary)
-    assert abstention.specialists and abstention.board_decides
+    assert abstention.specialists
+    assert abstention.board_decides
     # the standard chemo-immunotherapy is named as not recommended, never as the pathway
     assert abstention.nearest_pathway
     assert "carboplatin" not in text
@@ -104,9 +108,7 @@ def _step(unit_id: str, situation: str, **action: Any) -> Any:
         kind="therapy_step",
         content={
             "context": {
-                "all": [
-                    {"fact": "derived.situations", "op": "contains_any", "value": [situation]}
-                ]
+                "all": [{"fact": "derived.situations", "op": "contains_any", "value": [situation]}]
             },
             "action": {
                 "type": "therapy",
