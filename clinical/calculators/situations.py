@@ -69,11 +69,14 @@ _FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
 # Only the histology fields for these: the word alone says little elsewhere.
 _HISTOLOGY_ONLY: Final = frozenset({"lymphoma_in_solid_organ"})
 
-# A historical mention of an emergency is a past episode only when the sentence says so; the
-# reader's "historical" also covers "developed cord compression 2 days ago", which is now.
-_PAST: Final = re.compile(
-    r"\b(?:history\s+of|h/o|hx\s+of|previous(?:ly)?|prior|resolved|recovered|in\s+(?:19|20)\d\d"
-    r"|\d+\s+years?\s+ago|years\s+ago|last\s+year|treated\s+(?:in|for)\s+(?:19|20)\d\d)\b",
+# The reader marks "developed cord compression 2 days ago" historical as it does "history of
+# hypercalcaemia": a historical mention of an emergency is a present one only when its sentence
+# says it is recent; otherwise it is a past episode (not the question before the board now).
+_RECENT: Final = re.compile(
+    r"\b(?:today|yesterday|now|currently|tonight|last\s+night|this\s+(?:week|morning|"
+    r"afternoon|evening)|on\s+admission|since\s+(?:yesterday|admission|this)|\d+\s+"
+    r"(?:hours?|days?)\s+ago|(?:a\s+)?(?:few|two|three|several)\s+(?:hours|days)\s+ago|"
+    r"present(?:s|ed|ing)?\s+with|admitted|ongoing)\b",
     re.IGNORECASE,
 )
 
@@ -179,7 +182,7 @@ def _counts(finding: Finding, spec: Spec) -> bool:
     if finding.assertion != "historical":
         return False  # negated, possible, hypothetical, a relative's
     if spec.kind == "emergency":
-        return not _PAST.search(finding.sentence)
+        return _RECENT.search(finding.sentence) is not None
     # A variant histology, a site or a biopsy result stays true once recorded ("re-biopsy in
     # March 2026 showed small-cell carcinoma").
     return True

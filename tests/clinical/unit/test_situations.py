@@ -122,3 +122,25 @@ def test_situations_current_emergency_written_with_a_date_still_counts() -> None
         "Developed a ruptured HCC with haemoperitoneum 2 days ago.",
     )
     assert "active_bleeding" in _ids(case)
+
+
+@pytest.mark.parametrize(
+    ("notes", "counts"),
+    [
+        ("Febrile neutropenia after cycle 1 of R-CHOP in October, recovered.", False),
+        ("Acute variceal bleeding in 2019, banded.", False),
+        ("Admitted yesterday with haematemesis and melaena.", True),
+        ("Presented with hypercalcaemia 3 days ago, on IV fluids.", True),
+    ],
+)
+def test_situations_a_past_emergency_is_not_one_now_a_recent_one_is(
+    notes: str, counts: bool
+) -> None:
+    found = _ids(_case("hcc", "hepatocellular carcinoma", notes))
+    emergencies = {"febrile_neutropenia", "active_bleeding", "hypercalcaemia"}
+    assert bool(found & emergencies) is counts
+
+
+def test_situations_transformed_from_an_indolent_lymphoma_in_the_histology() -> None:
+    case = _case("lymphoma", "diffuse large B-cell lymphoma transformed from follicular lymphoma")
+    assert "transformation" in _ids(case)
