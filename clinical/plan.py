@@ -177,7 +177,8 @@ class AbstentionSituation(_Model):
     kind: Annotated[str, _text(40)] = ""
     label: Annotated[str, _text(200)] = ""
     phrase: Annotated[str, _text(600)] = ""
-    source: Annotated[str, _text(80)] = ""
+    source: Annotated[str, _text(80)] = ""  # the case-file field
+    where: Annotated[str, _text(80)] = ""  # the same, in words ("the notes")
     covered: bool = False
 
 

@@ -34,6 +34,19 @@ _KIND_ORDER: Final = {
     "histology_variant": 5,
 }
 _NOT_CHECKED: Final = "not yet checked by the safety gate: check before giving"
+# Where a situation was read, in words.
+_WHERE: Final = {
+    "notes": "the notes",
+    "diagnosis.histology": "the histology",
+    "diagnosis.subtype": "the histological subtype",
+    "index_lesion.description": "the lesion description",
+    "patient.comorbidities": "the comorbidities",
+    "organ_function.autoimmune_disease": "the autoimmune-disease field",
+}
+
+
+def _where(source: str) -> str:
+    return _WHERE.get(source, "the case record")
 
 
 @dataclass(frozen=True)
@@ -64,8 +77,7 @@ def _quote(situation: Situation) -> str:
     phrase = " ".join(situation.phrase.split())
     if len(phrase) > 160:
         phrase = phrase[:157] + "..."
-    where = situation.source.replace("_", " ").replace(".", " ")
-    return f"{situation.label} ('{phrase}', {where})"
+    return f"{situation.label} ('{phrase}', in {_where(situation.source)})"
 
 
 def _reason(outside: Sequence[Situation], case: Mapping[str, Any]) -> str:
@@ -169,6 +181,7 @@ def abstain(
                 label=s.label,
                 phrase=" ".join(s.phrase.split())[:600],
                 source=s.source,
+                where=_where(s.source),
                 covered=s.id in covered_ids,
             )
             for s in [*outside, *(s for s in situations if s.id in covered_ids)]
