@@ -154,6 +154,8 @@ def abstain(
             )
         )
     kept.sort(key=lambda c: next((i for i, u in enumerate(steps) if u.unit_id in c.evidence), 99))
+    labels = {s.id: s.label for s in outside}
+    by_id = {u.unit_id: u for u in steps}
     for order, component in enumerate(kept, start=1):
         component.role, component.order, component.rank, component.when = (
             ComponentRole.PRIMARY,
@@ -161,6 +163,11 @@ def abstain(
             None,
             "",
         )
+        # Why the step is here, in words (not the situation's id).
+        ids = {i for e in component.evidence if e in by_id for i in _situation_ids(by_id[e])}
+        component.rationale = [
+            f"Recognised in this case: {labels[i]} \u2713" for i in sorted(ids) if i in labels
+        ]
     decides = [
         AbstentionItem(text=text, unit=u.unit_id)
         for u in steps

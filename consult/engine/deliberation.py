@@ -910,7 +910,11 @@ def final_review(plan: Plan) -> dict[str, Any]:
         "evidence": bool(plan.evidence),
     }
     missing = [f"monitoring phase {p}" for p in PHASES if p not in phases]
-    if plan.abstain:
+    if plan.recommendation.abstention is not None:
+        missing.append(
+            "a treatment pathway (the case is outside the knowledge base: the board decides)"
+        )
+    elif plan.abstain:
         missing.append(
             "a treatment recommendation (the board abstains until the data above is available)"
         )
