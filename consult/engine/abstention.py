@@ -42,6 +42,7 @@ _WHERE: Final = {
     "index_lesion.description": "the lesion description",
     "patient.comorbidities": "the comorbidities",
     "organ_function.autoimmune_disease": "the autoimmune-disease field",
+    "staging.brain_metastases_count": "the staging",
 }
 
 
@@ -201,6 +202,18 @@ def abstain(
         nearest_pathway=list(dict.fromkeys(nearest)),
     )
     return Outcome(abstention=abstention, components=kept, summary=summary(abstention))
+
+
+def without_situation_steps(
+    components: Sequence[PlanComponent], units: Sequence[Evidence]
+) -> list[PlanComponent]:
+    """A plan that does not abstain keeps none of the steps written for situations outside
+    the pathways: the situation is covered, its own pathway answers it (the local treatment
+    of brain metastases in lung cancer, not the generic referral)."""
+    steps = {u.unit_id for u in units if _ref(u).is_situation_step}
+    if not steps:
+        return list(components)
+    return [c for c in components if not c.evidence or not set(c.evidence) <= steps]
 
 
 def summary(abstention: Abstention) -> str:
