@@ -1,10 +1,12 @@
 """The coverage map: what the knowledge base models, per cancer, read from its therapy options.
 
 A situation is *covered* when a therapy step that treats the disease (an option, or an
-adjunct that is not supportive care) is written for it: its context names the situation in ``derived.situations``, the lymphoma entity in
-``derived.lymphoma_entity``, or the variant's words in ``diagnosis.histology`` /
-``diagnosis.subtype``. A cancer's common histology (the one its guidelines are about) is
-covered by every option written without a histology condition. The immediate steps of
+adjunct that is not supportive care) is written for it: its context names the situation in
+``derived.situations``, the lymphoma entity in ``derived.lymphoma_entity``, the variant's words
+in ``diagnosis.histology`` / ``diagnosis.subtype``, or requires the site's disease (brain
+metastases: ``staging.brain_metastases_count`` at least 1). A cancer's common histology (the
+one its guidelines are about) is covered by every option written without a histology
+condition. The immediate steps of
 clinical/text/situations' emergencies are adjuncts of supportive intent: they never cover a
 situation, they are what the plan offers when it abstains.
 
