@@ -129,4 +129,6 @@ def test_coverage_a_step_for_present_brain_metastases_covers_them_one_for_none_d
         role="adjunct",
         modality="radiotherapy",
     )
-    assert is_covered(brain, coverage_map([none_allowed, local])["lung_adenocarcinoma"])
+    standard = _unit("lung.tx.chemo", "lung_adenocarcinoma", [])
+    maps = coverage_map([none_allowed, local, standard])
+    assert is_covered(brain, maps["lung_adenocarcinoma"])
