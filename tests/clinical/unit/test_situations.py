@@ -153,3 +153,19 @@ def test_situations_brain_metastases_from_the_staging_count() -> None:
     assert "brain_metastases" not in _ids(
         _case("breast", "invasive ductal carcinoma (NST)", staging={"brain_metastases_count": 0})
     )
+
+
+@pytest.mark.parametrize(
+    "notes",
+    [
+        "Squamous cell carcinoma of the skin excised in 2015.",
+        "Past medical history: squamous cell carcinoma of the larynx, treated with radiotherapy.",
+    ],
+)
+def test_situations_another_tumours_histology_in_the_notes_is_not_a_variant(notes: str) -> None:
+    assert _ids(_case("lung_adenocarcinoma", "lung adenocarcinoma", notes)) == set()
+
+
+def test_situations_a_biopsy_of_a_metastasis_in_another_organ_is_the_index_tumour() -> None:
+    notes = "Re-biopsy of a renal metastasis this month shows small-cell carcinoma."
+    assert "lung_small_cell" in _ids(_case("lung_adenocarcinoma", "lung adenocarcinoma", notes))
