@@ -5,14 +5,18 @@ A finding says whether the rule concerns this plan at all, which items (and whic
 drugs) it targets, and its *kind*:
 
 - ``check``: a patient-level check (the HCC liver-function gate), reported whatever it finds;
-- ``clear``: checked against the recorded facts, it does not apply to this patient;
+- ``clear``: the recorded facts show it does not apply to this patient (a fact that is not
+  recorded never does: a rule whose only false condition is "the patient takes a QT-prolonging
+  drug" on a dossier without a medication list is ``unknown``, not clear);
   ``moot`` when it is about a state the patient is known not to be in (breastfeeding, frailty):
   cited, not shown;
 - ``unknown``: its inputs are missing, it cannot be checked;
 - when it fires (applies to this patient), what it asks of the items it targets:
   ``veto`` (they leave the plan, lose the drug, or stay an alternative held until the
   contraindication passes), ``wait`` (they wait behind the next safe option for a
-  precondition), ``precondition`` (they go ahead with the action the rule requires),
+  precondition), ``precondition`` (they go ahead with the action the rule requires, which
+  is not recorded as done: the test result it asks for — ``verified_by`` — is missing, or it
+  has none) or ``met`` (the result it asks for is recorded),
   ``dose`` (at an adjusted dose), ``warn`` (with a warning), or ``recorded`` (the board had
   already withdrawn them, the rule is reported as the reason).
 
@@ -27,7 +31,8 @@ from enum import StrEnum
 from typing import Any
 
 from clinical import lexicon
-from clinical.rules import SafetyAction
+from clinical.applicability import condition_holds
+from clinical.rules import Condition, Context, SafetyAction
 from clinical.vocab import SafetyEffect
 from consult.engine.matching import norm_name, targets
 from consult.engine.protocols import Evidence
@@ -65,6 +70,7 @@ class Kind(StrEnum):
     VETO = "veto"
     WAIT = "wait"
     PRECONDITION = "precondition"
+    MET = "met"
     DOSE = "dose"
     WARN = "warn"
     RECORDED = "recorded"
@@ -91,6 +97,9 @@ class Finding:
     excludes: bool
     # whether the plan shows it (a vetoing rule about nothing planned only excludes)
     reported: bool = True
+    # the facts it still needs: its missing inputs (unknown), the result a precondition asks
+    # for (precondition)
+    missing: tuple[str, ...] = ()
 
 
 def _conditions(unit: Evidence) -> list[Mapping[str, Any]]:
@@ -142,7 +151,39 @@ def readable(names: Sequence[str]) -> list[str]:
     return named or list(names)
 
 
-def _fires(rule: SafetyAction, hits: Mapping[int, list[str]], earlier: Mapping[str, Any]) -> Kind:
+def not_recorded(facts: Mapping[str, Any], names: Sequence[str]) -> tuple[str, ...]:
+    return tuple(f for f in names if facts.get(f) is None or facts.get(f) == "")
+
+
+def recorded_clear(unit: Evidence, facts: Mapping[str, Any]) -> tuple[bool, tuple[str, ...]]:
+    """Whether a rule that does not apply is shown not to by recorded facts, and if not, the
+    facts it needs. The applicability reads "present" as false when the fact is missing (a
+    therapy step "if HBsAg is known"); for a safety rule a missing fact decides nothing."""
+    context = Context.model_validate(unit.content.get("context") or {})
+
+    def holds(condition: Condition) -> bool | None:
+        if condition.op == "present" and facts.get(condition.fact) is None:
+            return None
+        return condition_holds(condition, facts)
+
+    parts: list[bool | None] = []
+    all_of = [holds(c) for c in context.all]
+    parts.append(False if False in all_of else None if None in all_of else True)
+    if context.any:
+        any_of = [holds(c) for c in context.any]
+        parts.append(True if True in any_of else None if None in any_of else False)
+    if None not in parts or False in parts:
+        return True, ()
+    needed = [c.fact for c in (*context.all, *context.any) if holds(c) is None]
+    return False, tuple(sorted(set(needed)))
+
+
+def _fires(
+    rule: SafetyAction,
+    hits: Mapping[int, list[str]],
+    earlier: Mapping[str, Any],
+    facts: Mapping[str, Any],
+) -> Kind:
     effect = rule.effect
     restricting = effect in (SafetyEffect.REMOVE, SafetyEffect.CONDITION)
     if rule.vetoes() and hits:
@@ -150,6 +191,8 @@ def _fires(rule: SafetyAction, hits: Mapping[int, list[str]], earlier: Mapping[s
     if hits and restricting and rule.demotes:
         return Kind.WAIT
     if hits and restricting:
+        if rule.verified_by and not not_recorded(facts, rule.verified_by):
+            return Kind.MET
         return Kind.PRECONDITION
     if not hits and earlier and rule.vetoes():
         return Kind.RECORDED
@@ -184,9 +227,10 @@ def evaluate(
     touched = readable(sorted({n for h in [*hits.values(), *earlier.values()] for n in h}))
     applies_to = [items[i].description for i in hits] + list(earlier)
 
-    def finding(kind: Kind, *, reported: bool = True) -> Finding:
+    def finding(kind: Kind, *, reported: bool = True, missing: tuple[str, ...] = ()) -> Finding:
         return Finding(
             reported=reported,
+            missing=missing,
             unit=unit,
             rule=rule,
             kind=kind,
@@ -213,8 +257,12 @@ def evaluate(
         # Not about the plan: not shown, but what a vetoing rule names stays excluded.
         return finding(Kind.VETO, reported=False) if excludes else None
     if unit.applies is None:
-        return finding(Kind.UNKNOWN)
+        return finding(Kind.UNKNOWN, missing=tuple(unit.missing))
     if unit.applies is False:
-        # a breastfeeding check for a patient who is not, frail surgery for a fit one
-        return finding(Kind.CLEAR if concerns_patient(unit, facts) else Kind.MOOT)
-    return finding(_fires(rule, hits, earlier))
+        if not concerns_patient(unit, facts):
+            # a breastfeeding check for a patient who is not, frail surgery for a fit one
+            return finding(Kind.MOOT)
+        clear, needed = recorded_clear(unit, facts)
+        return finding(Kind.CLEAR) if clear else finding(Kind.UNKNOWN, missing=needed)
+    kind = _fires(rule, hits, earlier, facts)
+    return finding(kind, missing=not_recorded(facts, rule.verified_by))

@@ -43,7 +43,7 @@ from typing import Any
 from clinical import lexicon
 from clinical.plan import ConflictRecord, Flag, GateResult, PlanComponent, RejectedOption
 from clinical.rules import SafetyAction
-from clinical.vocab import GateEffect, GateStatus, SafetyEffect, Severity
+from clinical.vocab import ComponentRole, GateEffect, GateStatus, Modality, SafetyEffect, Severity
 from consult.engine.consensus import conflict_record
 from consult.engine.dosing import dose_note
 from consult.engine.findings import (
@@ -170,6 +170,8 @@ class _Application:
     # the facts needed (with their rule).
     confirm: dict[str, dict[tuple[str, str], list[str]]] = field(default_factory=dict)
     confirm_needs: dict[str, list[str]] = field(default_factory=dict)
+    # what of ``confirm`` is an action to confirm, not facts to record
+    actions: set[str] = field(default_factory=set)
 
     def condition(self, description: str, text: str) -> None:
         self.conditions.setdefault(description, []).append(text)
@@ -220,42 +222,48 @@ def _check(finding: Finding, state: _Application) -> None:
 
 def _unknown(finding: Finding, state: _Application) -> None:
     unit, rule = finding.unit, finding.rule
-    needs = [label_of(fact, state.labels) for fact in unit.missing]
+    needs = [label_of(fact, state.labels) for fact in finding.missing]
     state.report(
         finding,
         GateStatus.UNKNOWN,
         GateEffect.NEEDS_DATA,
         needs=needs,
-        needs_facts=list(unit.missing),
+        needs_facts=list(finding.missing),
         detail=f"{unit.title}: cannot be checked for {finding.what}; needs "
         + (", ".join(needs) or "data not in the dossier"),
     )
-    state.outcome.needs_data.extend(f"{fact} (for {unit.unit_id})" for fact in unit.missing)
-    if not (
-        rule.severity is Severity.CRITICAL
-        and rule.effect in (SafetyEffect.REMOVE, SafetyEffect.CONDITION)
-        and finding.hits
-    ):
-        return
-    # A critical rule left unchecked is not a pass: the item is conditional on the missing
-    # fact, or waits behind the next safe option when other facts make the contraindication
-    # likely (ESC 2022 cardio-oncology: LVEF before anthracyclines and HER2 therapy; SmPCs:
-    # pregnancy status before teratogens, transplant and autoimmune history before checkpoint
-    # inhibitors).
-    needed = " and ".join(needs) or "the missing data"
+    state.outcome.needs_data.extend(f"{fact} (for {unit.unit_id})" for fact in finding.missing)
+    if rule.severity is Severity.CRITICAL and rule.restricts():
+        _confirm_first(finding, state, needs)
+
+
+def _confirm_first(
+    finding: Finding, state: _Application, needs: Sequence[str], *, action: str = ""
+) -> None:
+    """A critical rule left unchecked is not a pass: the item is conditional on the missing
+    fact, or waits behind the next safe option when other facts make the contraindication
+    likely (ESC 2022 cardio-oncology: LVEF before anthracyclines and HER2 therapy; SmPCs:
+    pregnancy status before teratogens, transplant and autoimmune history before checkpoint
+    inhibitors; EMA 2020: DPD status before a fluoropyrimidine)."""
+    unit = finding.unit
+    # what the step before the drug asks: the facts to record, or the action to confirm
+    needed = " and ".join(needs) or action or "the missing data"
+    if not needs and action:
+        state.actions.add(needed)
     likely = state.facts.get("derived.likely_missing") or {}
-    reasons = [str(likely[f]) for f in unit.missing if likely.get(f)]
+    reasons = [str(likely[f]) for f in finding.missing if likely.get(f)]
     for index, names in finding.hits.items():
         description = state.items[index].description
         if reasons:
+            # the next safe option goes first; should this one still lead (nothing safer),
+            # the step before it confirms the fact
             state.demoted.setdefault(description, f"{needed} is known ({'; '.join(reasons)})")
             state.condition(description, f"Confirm {needed} first: {'; '.join(reasons)}")
-            continue
         drugs = ", ".join(readable(sorted(set(names))))
         rules = state.confirm.setdefault(description, {}).setdefault((needed, drugs), [])
         rules.append(f"{unit.title} ({unit.unit_id})")
         state.confirm_needs.setdefault(description, []).extend(
-            f"{fact} (for {unit.unit_id})" for fact in unit.missing
+            f"{fact} (for {unit.unit_id})" for fact in finding.missing
         )
 
 
@@ -360,8 +368,7 @@ def _wait(finding: Finding, state: _Application) -> None:
     state.report(finding, GateStatus.FAIL, GateEffect.HELD if critical else GateEffect.DEMOTED)
 
 
-def _precondition(finding: Finding, state: _Application) -> None:
-    """The items go ahead with the action the rule requires."""
+def _keep_on_condition(finding: Finding, state: _Application) -> None:
     unit, rule = finding.unit, finding.rule
     for index in finding.hits:
         state.condition(state.items[index].description, f"{rule.advice} ({unit.unit_id})")
@@ -371,7 +378,49 @@ def _precondition(finding: Finding, state: _Application) -> None:
         0.5,
         f"Kept {finding.what} on condition: {rule.advice} ({unit.unit_id}).",
     )
-    state.report(finding, GateStatus.PASS, GateEffect.PRECONDITION, action=rule.advice)
+
+
+def _precondition(finding: Finding, state: _Application) -> None:
+    """The items go ahead with the action the rule requires, not recorded as done: unknown
+    until the result it asks for is recorded (a test, an examination), or, for an action the
+    dossier cannot record (premedication, a switch of co-medication), until the team confirms
+    it. A critical one is confirmed before the drug starts."""
+    unit, rule = finding.unit, finding.rule
+    _keep_on_condition(finding, state)
+    needs = [label_of(fact, state.labels) for fact in finding.missing]
+    wanted = ", ".join(needs) if needs else "confirmation that it is done"
+    state.report(
+        finding,
+        GateStatus.UNKNOWN,
+        GateEffect.PRECONDITION,
+        action=rule.advice,
+        needs=needs,
+        needs_facts=list(finding.missing),
+        detail=f"{unit.title}: required for {finding.what}, not recorded ({wanted}): {rule.advice}",
+    )
+    state.outcome.needs_data.extend(f"{fact} (for {unit.unit_id})" for fact in finding.missing)
+    if rule.severity is Severity.CRITICAL:
+        _confirm_first(finding, state, needs, action=_action_needed(rule.advice))
+
+
+def _action_needed(advice: str) -> str:
+    """What a precondition without a recorded result asks for, in a few words."""
+    return advice.split(":", 1)[-1].strip().split(";")[0].rstrip(".") or advice
+
+
+def _met(finding: Finding, state: _Application) -> None:
+    """The result the precondition asks for is recorded: passed, with the values read (what
+    they show is for the rules about those facts); the advice stays with the items."""
+    unit, rule = finding.unit, finding.rule
+    _keep_on_condition(finding, state)
+    values = "; ".join(_value_text(f, state.facts.get(f), state.labels) for f in rule.verified_by)
+    state.report(
+        finding,
+        GateStatus.PASS,
+        GateEffect.PRECONDITION,
+        action=rule.advice,
+        detail=f"{unit.title}: result recorded ({values}). {rule.advice}",
+    )
 
 
 def _recorded(finding: Finding, state: _Application) -> None:
@@ -407,6 +456,7 @@ HANDLERS: dict[Kind, Callable[[Finding, _Application], None]] = {
     Kind.VETO: _veto,
     Kind.WAIT: _wait,
     Kind.PRECONDITION: _precondition,
+    Kind.MET: _met,
     Kind.RECORDED: _recorded,
     Kind.DOSE: _dose,
     Kind.WARN: _warn,
@@ -487,6 +537,12 @@ def safety_gate(
     outcome.blocked = {**demoted, **held}
     order = 0
     for component in arranged.components:
+        checks = confirm.get(component.description, {}) if component.role == "primary" else {}
+        for drugs in dict.fromkeys(drugs for _, drugs in checks):
+            # A drug whose critical precondition is not recorded is never an unconditional
+            # first step: confirming it is a step of the pathway, right before the drug.
+            order += 1
+            outcome.components.append(_confirm_step(drugs, order))
         if component.role == "primary":
             order += 1
         outcome.components.append(
@@ -500,8 +556,10 @@ def safety_gate(
         if component.role == "primary":
             outcome.confirm_needs += confirm_needs.get(component.description, [])
             outcome.confirm_first += [
-                f"Confirm before starting {drugs}: {needed}, not recorded ({'; '.join(rules)})"
-                for (needed, drugs), rules in confirm.get(component.description, {}).items()
+                f"Confirm before starting {drugs}: {needed}, "
+                + ("not recorded as done" if needed in state.actions else "not recorded")
+                + f" ({'; '.join(rules)})"
+                for (needed, drugs), rules in checks.items()
             ]
     outcome.confirm_needs = list(dict.fromkeys(outcome.confirm_needs))
     outcome.confirm_first = list(dict.fromkeys(outcome.confirm_first))
@@ -512,6 +570,27 @@ def safety_gate(
     outcome.needs_data = sorted(set(outcome.needs_data))
     outcome.flags.extend(text_flags(facts, labels))
     return outcome
+
+
+def _confirm_step(drugs: str, order: int) -> PlanComponent:
+    """The pathway step that confirms a critical precondition before the drug it concerns.
+
+    What to confirm is in the plan's ``confirm_first`` ("Confirm before starting doxorubicin:
+    LVEF, not recorded (rule)"), not in the step's own words: a plan's components name only
+    what is given, and the words of a rule ("transplant history", "no chemotherapy in the first
+    trimester") are not a recommendation."""
+    return PlanComponent(
+        role=ComponentRole.PRIMARY,
+        order=order,
+        modality=Modality.REFERRAL,
+        description=f"Before starting {drugs}: confirm the safety preconditions the record "
+        "lacks (see Conditional, above)",
+        adjunct=True,
+        rationale=[
+            "A critical safety rule about this drug could not be checked from the record: it is "
+            "confirmed before the drug is given (safety gate)."
+        ],
+    )
 
 
 def text_flags(facts: Mapping[str, Any], labels: Mapping[str, str]) -> list[Flag]:
