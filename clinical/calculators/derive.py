@@ -13,6 +13,19 @@ from clinical.calculators.breast_genomics import (
     pik3ca_mutation,
 )
 from clinical.calculators.breast_local import breast_surgery_done
+from clinical.calculators.course import (
+    days_since_bleeding,
+    months_since_anti_cd20,
+    months_since_endocrine,
+    months_since_immunotherapy,
+    months_since_last_treatment,
+    months_since_platinum,
+    oligoprogression,
+    operations_done,
+    primary_operation_done,
+    rechallenge_barred,
+    relapse_timing,
+)
 from clinical.calculators.dosing import (
     bsa_m2,
     capecitabine_renal_dose_pct,
@@ -136,6 +149,18 @@ PATIENT: Final[dict[str, Calculator]] = {
     "intolerant_of": intolerant_of,
     "allergy_classes": allergy_classes,
     "allergies_unmapped": allergies_unmapped,
+    # The course of the disease in time (clinical/calculators/course.py, issue 23).
+    "months_since_last_treatment": months_since_last_treatment,
+    "months_since_platinum": months_since_platinum,
+    "months_since_immunotherapy": months_since_immunotherapy,
+    "months_since_anti_cd20": months_since_anti_cd20,
+    "months_since_endocrine": months_since_endocrine,
+    "relapse_timing": relapse_timing,
+    "operations_done": operations_done,
+    "primary_operation_done": primary_operation_done,
+    "oligoprogression": oligoprogression,
+    "rechallenge_barred": rechallenge_barred,
+    "days_since_bleeding": days_since_bleeding,
 }
 
 _COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}
