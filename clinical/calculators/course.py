@@ -178,6 +178,19 @@ def _number(value: object) -> float | None:
     return float(value)
 
 
+def _drugs(text: str) -> frozenset[str]:
+    """The drugs a regimen gives (named or by its acronym), classes named alone spelled out
+    ("checkpoint inhibitor")."""
+    if not text:
+        return frozenset()
+    reading = lexicon.read(text)
+    drugs = set(reading.drugs | reading.regimen_drugs)
+    if not drugs:
+        for cls in reading.classes:
+            drugs |= lexicon.members(cls)
+    return frozenset(drugs)
+
+
 def _kind(entry: Mapping[str, Any], regimen: str) -> tuple[str, str]:
     raw = entry.get("kind")
     if isinstance(raw, str) and raw.strip().lower() in KINDS:
@@ -247,7 +260,7 @@ def courses(case: Mapping[str, Any]) -> list[Course] | None:
                 months_to_relapse=_number(entry.get("months_to_relapse")),
                 toxicity_organ=organ.strip().lower() if organ else None,
                 toxicity_grade=grade,
-                drugs=frozenset(lexicon.read(regimen).drugs) if regimen else frozenset(),
+                drugs=_drugs(regimen),
             )
         )
     return found
@@ -360,8 +373,8 @@ def _since(case: Mapping[str, Any], chosen: list[Course], name: str) -> CalcResu
         return inputs.result(name, None, TIME_SOURCE, "no such treatment on record")
     latest = max(chosen, key=lambda c: (c.end or c.start or date.min, c.index))
     read = courses(case) or []
-    newest = read and max(read, key=lambda c: (c.end or c.start or date.min, c.index))
-    if latest is newest and latest.months_to_relapse is not None:
+    newest = max(read, key=lambda c: (c.end or c.start or date.min, c.index)) if read else None
+    if newest is not None and latest.index == newest.index and latest.months_to_relapse is not None:
         value = latest.months_to_relapse
         detail = f"{latest.label}: relapse {value:g} months after it (recorded)"
         return inputs.result(name, value, TIME_SOURCE, detail)
@@ -450,7 +463,7 @@ def _relapse_anchor(cancer: str, read: list[Course]) -> Course | None:
     elif cancer == "hcc":
         chosen = [c for c in read if c.kind in ("operation", "locoregional")]
         chosen = chosen or [
-            c for c in read if lexicon.read(c.regimen).drugs == frozenset() and c.kind != "systemic"
+            c for c in read if not c.drugs and c.kind != "systemic"
         ]
     else:
         chosen = []
@@ -568,16 +581,15 @@ OLIGO_SOURCE: Final = (
     "first measurement), the notes ('oligoprogression', 'one new lesion ... otherwise stable')."
 )
 _OLIGO_WORDS = re.compile(
-    r"\boligo-?progress\w*|\b(?:single|solitary|one|isolated|two|2|three|3)\s+(?:new\s+)?"
-    r"(?:progressing\s+|growing\s+|enlarging\s+)?(?:new\s+)?(?:lesion|metasta\w*|nodule|site"
-    r"|focus|node)s?\b[^.;]{0,120}?\b(?:otherwise|elsewhere|other\s+(?:lesions?|sites?|disease)"
-    r"|remaining|rest\s+of\s+the\s+disease)[^.;]{0,40}?\b(?:stable|controlled|responding"
-    r"|response|unchanged|regress\w*)",
+    r"\boligo-?progress\w*|\b(?:single|solitary|one|isolated|two|three|2|3)\s+(?:[\w-]+\s+){0,3}?"
+    r"(?:lesion|metasta\w*|nodule|site|focus|node|deposit)s?\b[^.]{0,120}?\b(?:otherwise"
+    r"|elsewhere|other\s+(?:lesions?|sites?|disease|metasta\w*)|remaining|rest\s+of\s+the"
+    r"\s+disease)[^.]{0,40}?\b(?:stable|controlled|responding|response|unchanged|regress\w*)",
     re.I,
 )
 _WIDESPREAD = re.compile(
-    r"\b(?:multiple|diffuse|widespread|numerous|innumerable|disseminated)\s+(?:new\s+)?"
-    r"(?:lesions|metasta\w*|nodules)|\bgeneralised\s+progression|\bsystemic\s+progression",
+    r"\b(?:multiple|diffuse|widespread|numerous|innumerable|disseminated|several)\s+"
+    r"(?:[\w-]+\s+){0,3}?(?:lesions|metasta\w*|nodules|deposits)|\bgeneralised\s+progression|\bsystemic\s+progression",
     re.I,
 )
 
@@ -675,7 +687,7 @@ def rechallenge_barred(case: Mapping[str, Any]) -> CalcResult:
     grade = _number(lookup(case, "patient.prior_irae_grade"))
     if isinstance(organ, str) and grade is not None:
         agent = lookup(case, "patient.prior_irae_agent")
-        drugs = lexicon.read(agent).drugs if isinstance(agent, str) else frozenset()
+        drugs = _drugs(agent) if isinstance(agent, str) else frozenset()
         events.append(
             ("recorded immune-related adverse event", organ, int(grade), drugs | {"<ici>"})
         )
