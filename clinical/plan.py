@@ -263,6 +263,22 @@ class InformedBy(_Model):
     similarity: float = 0.0
 
 
+class DecisiveFact(_Model):
+    """A fact whose change would change the primary pathway (FORMAT.md §4): the engine re-ran
+    its choice with the fact varied (``varied_to``) and the pathway would start with
+    ``primary_would_be``; ``advice`` says what the board should confirm; ``text`` is the
+    sentence shown first on the plan ("At ECOG 0 this would be BCLC A and ... would be
+    recommended; confirm ...")."""
+
+    fact: str
+    recorded: Any = None
+    varied_to: Any = None
+    primary_would_be: str = ""
+    advice: str = ""
+    text: str = ""
+    staging_would_be: dict[str, Any] = Field(default_factory=dict)
+
+
 class Plan(_Model):
     """A plan as FORMAT.md §2 defines it. What only the engine knows (``engine``, ``staging``,
     ``evidence``, ``confidence``) is optional, so that a plan written by a tumour board (a
@@ -284,6 +300,11 @@ class Plan(_Model):
     rounds: int = 1
     # The past cases that informed the plan (recalled from round 2; none in one round).
     informed_by: list[InformedBy] = Field(default_factory=list)
+    # What would change this plan (issue 23): empty with ``variations_tried`` > 0 means none of
+    # the variations tried changes the primary pathway; None tried means not computed (a plan
+    # written by a tumour board, or one made before 2026-11-27).
+    decisive_facts: list[DecisiveFact] = Field(default_factory=list)
+    variations_tried: int | None = None
 
     @model_validator(mode="before")
     @classmethod
