@@ -235,7 +235,7 @@ def courses(case: Mapping[str, Any]) -> list[Course] | None:
         regimen = regimen.strip() if isinstance(regimen, str) else ""
         kind, kind_how = _kind(entry, regimen)
         intent, intent_how = _intent(entry, regimen)
-        line = entry.get("line")
+        line = _number(entry.get("line"))
         toxicity = entry.get("toxicity")
         organ = grade = None
         if isinstance(toxicity, Mapping):
@@ -252,7 +252,7 @@ def courses(case: Mapping[str, Any]) -> list[Course] | None:
                 kind_how=kind_how,
                 intent=intent,
                 intent_how=intent_how,
-                line_field=int(line) if _number(line) is not None else None,
+                line_field=int(line) if line is not None else None,
                 start=_iso(entry.get("start_date")),
                 end=_iso(entry.get("end_date")),
                 stop_reason=stop.strip().lower() if isinstance(stop, str) else None,
@@ -345,9 +345,7 @@ def palliative_line(case: Mapping[str, Any]) -> CalcResult:
     prior = len(counted)
     if counted and all(c.line_field is not None and c.line_field >= 1 for c in counted):
         prior = len(numbers)  # one line recorded in two entries (induction, then maintenance)
-    detail = f"{prior} prior line(s) of systemic therapy for advanced disease: " + "; ".join(
-        notes
-    )
+    detail = f"{prior} prior line(s) of systemic therapy for advanced disease: " + "; ".join(notes)
     return inputs.result(name, prior + 1, COURSE_SOURCE, detail if read else "no prior therapy")
 
 
@@ -462,9 +460,7 @@ def _relapse_anchor(cancer: str, read: list[Course]) -> Course | None:
         ]
     elif cancer == "hcc":
         chosen = [c for c in read if c.kind in ("operation", "locoregional")]
-        chosen = chosen or [
-            c for c in read if not c.drugs and c.kind != "systemic"
-        ]
+        chosen = chosen or [c for c in read if not c.drugs and c.kind != "systemic"]
     else:
         chosen = []
     if not chosen:
@@ -603,9 +599,7 @@ def _new_lesions(case: Mapping[str, Any]) -> list[str] | None:
         if not isinstance(lesion, Mapping):
             continue
         dated = [
-            _iso(m.get("date"))
-            for m in lesion.get("measurements") or []
-            if isinstance(m, Mapping)
+            _iso(m.get("date")) for m in lesion.get("measurements") or [] if isinstance(m, Mapping)
         ]
         dates = [d for d in dated if d is not None]
         if dates:

@@ -156,7 +156,9 @@ def variations(case: Mapping[str, Any], facts: Mapping[str, Any]) -> list[Variat
     elif ecog is None:
         for value in (0, 1, 2, 3):
             found.append(
-                Variation("ecog", "ECOG", ("patient.ecog",), None, value, _ecog_advice(cancer, None))
+                Variation(
+                    "ecog", "ECOG", ("patient.ecog",), None, value, _ecog_advice(cancer, None)
+                )
             )
     for path, (label, values) in MISSING_CRITICAL.get(cancer, {}).items():
         if _get(case, path) is not None:
@@ -166,12 +168,12 @@ def variations(case: Mapping[str, Any], facts: Mapping[str, Any]) -> list[Variat
                 Variation(path.split(".")[-1], label, (path,), None, value, f"record the {label}")
             )
     for path, (label, thresholds, near) in NEAR_THRESHOLDS.items():
-        value = _number(_get(case, path))
-        if value is None:
+        near_value = _number(_get(case, path))
+        if near_value is None:
             continue
         for threshold in thresholds:
-            if abs(value - threshold) <= near:
-                across = threshold - 1 if value >= threshold else threshold
+            if abs(near_value - threshold) <= near:
+                across = threshold - 1 if near_value >= threshold else threshold
                 found.append(
                     Variation(
                         path.split(".")[-1],
@@ -221,12 +223,18 @@ def variations(case: Mapping[str, Any], facts: Mapping[str, Any]) -> list[Variat
     return found[:MAX_VARIATIONS]
 
 
-def _variant(case: Mapping[str, Any], variation: Variation, facts: Mapping[str, Any]) -> dict[str, Any]:
+def _variant(
+    case: Mapping[str, Any], variation: Variation, facts: Mapping[str, Any]
+) -> dict[str, Any]:
     varied = copy.deepcopy(dict(case))
     if variation.fact == "crcl_ml_min":
         crcl = float(facts["derived.crcl_cockcroft_gault"])
         creatinine = float(_get(case, "labs.creatinine_mg_dl"))
-        _set(varied, "labs.creatinine_mg_dl", round(creatinine * crcl / float(variation.varied_to), 2))
+        _set(
+            varied,
+            "labs.creatinine_mg_dl",
+            round(creatinine * crcl / float(variation.varied_to), 2),
+        )
         return varied
     for path in variation.paths:
         _set(varied, path, variation.varied_to)
@@ -313,7 +321,8 @@ def choose(
         (
             ProposedComponent.model_validate(c.model_dump())
             for c in outcome.components
-            if c.role == "primary" and not is_adjunct(ProposedComponent.model_validate(c.model_dump()))
+            if c.role == "primary"
+            and not is_adjunct(ProposedComponent.model_validate(c.model_dump()))
         ),
         None,
     )
@@ -328,9 +337,13 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def _staging_change(case: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+def _staging_change(
+    case: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any]
+) -> dict[str, Any]:
     keys = guideline.relevant_staging(case)
-    return {k: after.get(k) for k in keys if after.get(k) != before.get(k) and after.get(k) is not None}
+    return {
+        k: after.get(k) for k in keys if after.get(k) != before.get(k) and after.get(k) is not None
+    }
 
 
 def _sentence(variation: Variation, choice: Choice, staging: Mapping[str, Any]) -> str:

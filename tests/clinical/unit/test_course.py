@@ -44,7 +44,10 @@ def case(
 def test_consolidation_after_chemoradiation_is_not_a_metastatic_line() -> None:
     # given stage III lung cancer treated with chemoradiation then durvalumab consolidation
     therapies = [
-        {"regimen": "concurrent cisplatin-pemetrexed chemoradiation 60 Gy", "end_date": "2025-03-01"},
+        {
+            "regimen": "concurrent cisplatin-pemetrexed chemoradiation 60 Gy",
+            "end_date": "2025-03-01",
+        },
         {"regimen": "durvalumab consolidation x12 months", "end_date": "2026-03-01"},
     ]
     # when the line is derived
@@ -59,8 +62,18 @@ def test_recorded_intent_and_kind_decide_the_line() -> None:
     therapies = [
         {"kind": "operation", "regimen": "right upper lobectomy", "line": 0},
         {"kind": "systemic", "intent": "adjuvant", "regimen": "cisplatin + vinorelbine x4"},
-        {"kind": "systemic", "intent": "palliative", "line": 1, "regimen": "carboplatin + pemetrexed + pembrolizumab"},
-        {"kind": "systemic", "intent": "maintenance", "line": 1, "regimen": "pembrolizumab + pemetrexed"},
+        {
+            "kind": "systemic",
+            "intent": "palliative",
+            "line": 1,
+            "regimen": "carboplatin + pemetrexed + pembrolizumab",
+        },
+        {
+            "kind": "systemic",
+            "intent": "maintenance",
+            "line": 1,
+            "regimen": "pembrolizumab + pemetrexed",
+        },
     ]
     assert palliative_line(case("lung_adenocarcinoma", therapies)).value == 2
 
@@ -83,7 +96,12 @@ def test_lymphoma_curative_immunochemotherapy_is_the_first_line_and_asct_is_not_
 
 def test_early_relapse_after_adjuvant_platinum_counts_it_as_first_line() -> None:
     therapies = [
-        {"kind": "systemic", "intent": "adjuvant", "regimen": "cisplatin + vinorelbine x4", "months_to_relapse": 3},
+        {
+            "kind": "systemic",
+            "intent": "adjuvant",
+            "regimen": "cisplatin + vinorelbine x4",
+            "months_to_relapse": 3,
+        },
     ]
     result = palliative_line(case("lung_adenocarcinoma", therapies))
     assert result.value == 2
@@ -96,7 +114,9 @@ def test_time_since_last_platinum_and_immunotherapy_from_dates() -> None:
         {"regimen": "carboplatin + paclitaxel", "end_date": "2025-01-15"},
         {"regimen": "pembrolizumab", "end_date": "2026-01-15"},
     ]
-    lesions = [{"lesion_id": "L1", "measurements": [{"date": "2026-07-15", "longest_diameter_mm": 20}]}]
+    lesions = [
+        {"lesion_id": "L1", "measurements": [{"date": "2026-07-15", "longest_diameter_mm": 20}]}
+    ]
     document = case("lung_adenocarcinoma", therapies, lesions=lesions)
     # then each is counted to the assessment date, and the detail names the course
     assert months_since_platinum(document).value == pytest.approx(18.0, abs=0.2)
@@ -114,8 +134,22 @@ def test_time_since_last_platinum_and_immunotherapy_from_dates() -> None:
         ("lymphoma", [{"regimen": "R-CHOP x6", "best_response": "PD"}], "early"),
         ("breast", [{"regimen": "adjuvant letrozole 5 years", "months_to_relapse": 8}], "early"),
         ("breast", [{"regimen": "adjuvant anastrozole", "months_to_relapse": 30}], "late"),
-        ("hcc", [{"kind": "operation", "regimen": "right hemihepatectomy", "months_to_relapse": 10}], "early"),
-        ("hcc", [{"kind": "operation", "regimen": "segment VI resection of the liver", "months_to_relapse": 40}], "late"),
+        (
+            "hcc",
+            [{"kind": "operation", "regimen": "right hemihepatectomy", "months_to_relapse": 10}],
+            "early",
+        ),
+        (
+            "hcc",
+            [
+                {
+                    "kind": "operation",
+                    "regimen": "segment VI resection of the liver",
+                    "months_to_relapse": 40,
+                }
+            ],
+            "late",
+        ),
     ],
 )
 def test_relapse_timing_by_the_cancers_threshold(
@@ -141,13 +175,17 @@ def test_relapse_timing_unknown_without_timing_and_none_at_diagnosis() -> None:
     ],
 )
 def test_operation_done_for_every_cancer(cancer: str, regimen: str, tag: str) -> None:
-    document = case(cancer, [{"regimen": regimen, "end_date": "2026-10-01"}], setting="newly_diagnosed")
+    document = case(
+        cancer, [{"regimen": regimen, "end_date": "2026-10-01"}], setting="newly_diagnosed"
+    )
     assert tag in operations_done(document).value
     assert primary_operation_done(document).value == tag
 
 
 def test_a_planned_or_declined_operation_is_not_done_and_relapse_is_decided_again() -> None:
-    planned = case("lung_adenocarcinoma", [], setting="newly_diagnosed", notes="Lobectomy planned next week.")
+    planned = case(
+        "lung_adenocarcinoma", [], setting="newly_diagnosed", notes="Lobectomy planned next week."
+    )
     assert operations_done(planned).value == []
     declined = case("hcc", [], setting="newly_diagnosed", notes="He declines hepatectomy.")
     assert operations_done(declined).value == []
@@ -165,7 +203,10 @@ def test_oligoprogression_from_notes_and_from_new_lesions() -> None:
     )
     assert oligoprogression(stated).value is True
     widespread = case(
-        "lung_adenocarcinoma", therapies, setting="progressive", notes="Multiple new liver metastases."
+        "lung_adenocarcinoma",
+        therapies,
+        setting="progressive",
+        notes="Multiple new liver metastases.",
     )
     assert oligoprogression(widespread).value is False
     lesions = [
@@ -175,12 +216,19 @@ def test_oligoprogression_from_notes_and_from_new_lesions() -> None:
     serial = case("lung_adenocarcinoma", therapies, setting="progressive", lesions=lesions)
     assert oligoprogression(serial).value is True
     assert "L2" in oligoprogression(serial).detail
-    assert oligoprogression(case("lung_adenocarcinoma", therapies, setting="progressive")).value is None
+    assert (
+        oligoprogression(case("lung_adenocarcinoma", therapies, setting="progressive")).value
+        is None
+    )
 
 
 def test_grade_3_immune_pneumonitis_bars_every_checkpoint_inhibitor() -> None:
     therapies = [
-        {"regimen": "pembrolizumab", "stop_reason": "toxicity", "toxicity": {"organ": "lung", "grade": 3}}
+        {
+            "regimen": "pembrolizumab",
+            "stop_reason": "toxicity",
+            "toxicity": {"organ": "lung", "grade": 3},
+        }
     ]
     result = rechallenge_barred(case("lung_adenocarcinoma", therapies))
     assert {"pembrolizumab", "nivolumab", "atezolizumab", "durvalumab"} <= set(result.value)
