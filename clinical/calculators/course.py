@@ -31,7 +31,7 @@ from datetime import date
 from typing import Any, Final
 
 from clinical import lexicon
-from clinical.calculators.patient import _LOCAL, _SYSTEMIC
+from clinical.calculators.patient import _LOCAL, _SYSTEMIC, early_relapse
 from clinical.results import CalcResult, Inputs, lookup
 from clinical.text.negation import clause_at, negated_at
 
@@ -729,3 +729,22 @@ def days_since_bleeding(case: Mapping[str, Any]) -> CalcResult:
     site = lookup(case, "organ_function.recent_bleeding_site") or "site not stated"
     detail = f"{site} bleeding on {when.isoformat()}, {days} days before {how}"
     return inputs.result(name, days, RECENCY_SOURCE, detail)
+
+
+def early_relapse_with_course(case: Mapping[str, Any]) -> CalcResult:
+    """``patient.early_relapse`` (months_to_relapse or a refractory best response), and where
+    those are not recorded the relapse timing the dates give (``relapse_timing``)."""
+    base = early_relapse(case)
+    if base.value is not None:
+        return base
+    timing = relapse_timing(case)
+    if timing.value is None:
+        return base
+    return CalcResult(
+        name=base.name,
+        value=timing.value == "early",
+        inputs_used={**base.inputs_used, **timing.inputs_used},
+        inputs_missing=[],
+        source=timing.source,
+        detail=f"from the dates: {timing.detail}",
+    )

@@ -15,6 +15,7 @@ from clinical.calculators.breast_genomics import (
 from clinical.calculators.breast_local import breast_surgery_done
 from clinical.calculators.course import (
     days_since_bleeding,
+    early_relapse_with_course,
     months_since_anti_cd20,
     months_since_endocrine,
     months_since_immunotherapy,
@@ -74,7 +75,6 @@ from clinical.calculators.medications import (
     strong_cyp3a4_inhibitors,
 )
 from clinical.calculators.patient import (
-    early_relapse,
     frailty,
     months_to_relapse,
     pregnancy_recorded,
@@ -141,7 +141,7 @@ PATIENT: Final[dict[str, Calculator]] = {
     "cyp2d6_inhibitors": cyp2d6_inhibitors,
     "months_to_relapse": months_to_relapse,
     "prior_regimens": prior_regimens_with_history,
-    "early_relapse": early_relapse,
+    "early_relapse": early_relapse_with_course,
     "line": treatment_line_with_history,
     "pregnancy_trimester": pregnancy_trimester,
     "pregnancy_recorded": pregnancy_recorded,

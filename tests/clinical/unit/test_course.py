@@ -5,6 +5,7 @@ saying where it came from."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -22,6 +23,8 @@ from clinical.calculators.course import (
     rechallenge_barred,
     relapse_timing,
 )
+from consult.casefile.validate import parse_case_bytes
+from tests.paths import REPO
 
 
 def case(
@@ -263,3 +266,25 @@ def test_derive_all_carries_the_course_facts() -> None:
     for name in ("relapse_timing", "operations_done", "oligoprogression", "rechallenge_barred"):
         assert name in results
         assert results[name].source
+
+
+def test_early_relapse_from_the_dates_when_months_to_relapse_is_not_recorded() -> None:
+    # given R-CHOP ended in January and the relapse imaged in June, months_to_relapse empty
+    therapies = [{"line": 1, "regimen": "R-CHOP x6", "end_date": "2026-01-10"}]
+    lesions = [{"lesion_id": "L1", "measurements": [{"date": "2026-06-10"}]}]
+    results = derive_all(case("lymphoma", therapies, lesions=lesions))
+    # then the relapse is early (< 12 months), read from the dates
+    assert results["early_relapse"].value is True
+    assert "from the dates" in results["early_relapse"].detail
+
+
+def test_a_case_file_with_line_0_imports_and_starts_no_line() -> None:
+    document = json.loads((REPO / "tests" / "cases" / "course-01.json").read_text())
+    document["diagnosis"]["prior_therapies"] = [
+        {"line": 0, "kind": "transplant", "regimen": "liver transplantation"},
+        {"line": 1, "kind": "systemic", "intent": "palliative", "regimen": "osimertinib"},
+    ]
+    parsed = parse_case_bytes(json.dumps(document).encode(), filename="line0.json")
+    assert parsed.ok, parsed.errors
+    assert parsed.data is not None
+    assert derive_all(parsed.data)["line"].value == 2
