@@ -748,3 +748,28 @@ def early_relapse_with_course(case: Mapping[str, Any]) -> CalcResult:
         source=timing.source,
         detail=f"from the dates: {timing.detail}",
     )
+
+
+PLATINUM_NAIVE_SOURCE: Final = (
+    "Read from diagnosis.prior_therapies[] (drug classes as the drug lexicon resolves each "
+    "regimen, adjuvant and neoadjuvant courses included). NCCN NSCLC 2025 (subsequent therapy) "
+    "and ESMO mNSCLC 2023: after first-line checkpoint-inhibitor monotherapy, the next line is "
+    "platinum-based chemotherapy; docetaxel follows platinum."
+)
+
+
+def platinum_naive(case: Mapping[str, Any]) -> CalcResult:
+    """True: a history is recorded and no course gave a platinum drug; False: one did; None: no
+    history recorded."""
+    name = "platinum_naive"
+    inputs = Inputs(case)
+    read = courses(case)
+    if read is None:
+        inputs.missing.append("diagnosis.prior_therapies")
+        return inputs.result(name, None, PLATINUM_NAIVE_SOURCE)
+    given = [c for c in read if "platinum" in c.classes]
+    if given:
+        detail = "platinum given: " + "; ".join(c.label for c in given)
+        return inputs.result(name, False, PLATINUM_NAIVE_SOURCE, detail)
+    detail = f"no platinum in {len(read)} prior treatment(s)"
+    return inputs.result(name, True, PLATINUM_NAIVE_SOURCE, detail)

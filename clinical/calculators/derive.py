@@ -23,6 +23,7 @@ from clinical.calculators.course import (
     months_since_platinum,
     oligoprogression,
     operations_done,
+    platinum_naive,
     primary_operation_done,
     rechallenge_barred,
     relapse_timing,
@@ -161,6 +162,7 @@ PATIENT: Final[dict[str, Calculator]] = {
     "oligoprogression": oligoprogression,
     "rechallenge_barred": rechallenge_barred,
     "days_since_bleeding": days_since_bleeding,
+    "platinum_naive": platinum_naive,
 }
 
 _COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}
