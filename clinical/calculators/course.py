@@ -266,26 +266,32 @@ def courses(case: Mapping[str, Any]) -> list[Course] | None:
     return found
 
 
-def _dates(value: Any, skip: bool = False) -> Iterator[date]:
+_NOT_NOW: Final = frozenset({"prior_therapies"})
+
+
+def _dates(value: Any, skip_keys: frozenset[str], skip: bool = False) -> Iterator[date]:
     if isinstance(value, str):
         found = _iso(value)
         if found is not None and not skip:
             yield found
     elif isinstance(value, Mapping):
         for key, inner in value.items():
-            yield from _dates(inner, skip or key == "prior_therapies")
+            yield from _dates(inner, skip_keys, skip or key in skip_keys)
     elif isinstance(value, list):
         for inner in value:
-            yield from _dates(inner, skip)
+            yield from _dates(inner, skip_keys, skip)
 
 
-def assessment_date(case: Mapping[str, Any]) -> tuple[date, str]:
+def assessment_date(
+    case: Mapping[str, Any], *, skip_keys: frozenset[str] = _NOT_NOW
+) -> tuple[date, str]:
     """The date the case describes ("now"): the newest date recorded outside the treatment
-    history (a measurement, an endoscopy, a bleeding), else today."""
-    found = [d for d in _dates(dict(case)) if d <= date.today()]  # noqa: DTZ011
+    history (a measurement, an endoscopy, a bleeding) and the keys skipped, else today."""
+    today = date.today()  # noqa: DTZ011
+    found = [d for d in _dates(dict(case), skip_keys) if d <= today]
     if found:
         return max(found), f"the newest date recorded in the case ({max(found).isoformat()})"
-    return date.today(), "today (no assessment date recorded)"  # noqa: DTZ011
+    return today, "today (no assessment date recorded)"
 
 
 def _months(start: date, end: date) -> float:
@@ -724,7 +730,7 @@ def days_since_bleeding(case: Mapping[str, Any]) -> CalcResult:
     when = _iso(lookup(case, "organ_function.recent_bleeding_date"))
     if when is None:
         return inputs.result(name, None, RECENCY_SOURCE, "no dated bleeding on record")
-    today, how = assessment_date(case)
+    today, how = assessment_date(case, skip_keys=_NOT_NOW | {"recent_bleeding_date"})
     days = max((today - when).days, 0)
     site = lookup(case, "organ_function.recent_bleeding_site") or "site not stated"
     detail = f"{site} bleeding on {when.isoformat()}, {days} days before {how}"
