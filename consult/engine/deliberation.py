@@ -48,6 +48,7 @@ from consult.engine.gate import relevant_need, with_allergy_check
 from consult.engine.grounding import ground_report, tree_nodes
 from consult.engine.options import not_advised
 from consult.engine.pathway import modalities_done
+from consult.engine.pathway_pass import pathway_pass
 from consult.engine.protocols import (
     EngineEvent,
     Evidence,
@@ -646,7 +647,8 @@ class Deliberation:
         gate = await self._step(Step(StepKind.GATE), gate_run)
 
         async def plan_run() -> StepResult:
-            plan = await self._with_decisive_facts(self._assemble(gate))
+            plan = pathway_pass(self._assemble(gate), self.state.facts)
+            plan = await self._with_decisive_facts(plan)
             # What the plan still lacks (a monitoring phase, a recommendation) stays in the
             # review event: needs_data is the patient data the board needs.
             review = final_review(plan)
