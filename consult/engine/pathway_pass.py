@@ -203,7 +203,8 @@ def pathway_pass(plan: Plan, facts: Mapping[str, Any]) -> Plan:
         stated = repaired.recommendation.intent
         if intent is not None and intent != stated:
             repaired.recommendation.intent = Intent(intent)
-            old = f"Recommended pathway ({stated.value if stated else ''})"
+            written = stated.value if isinstance(stated, Intent) else str(stated or "")
+            old = f"Recommended pathway ({written})"
             repaired.recommendation.summary = repaired.recommendation.summary.replace(
                 old, f"Recommended pathway ({intent})"
             )
