@@ -506,10 +506,14 @@ _SEQUENTIAL = re.compile(
 
 
 def _backbone_classes(item: Mapping[str, Any]) -> dict[str, frozenset[str]]:
-    gives = _item_given(item)
+    """The backbone classes of the drugs an item names ("with standard adjuvant endocrine
+    therapy" names no backbone of its own)."""
+    given: set[str] = set()
+    for drug in _item_given(item).drugs:
+        given |= lexicon.classes_of(drug)
     found: dict[str, frozenset[str]] = {}
     for name, classes in BACKBONES.items():
-        hit = frozenset(c for c in classes if gives.gives_class(c))
+        hit = frozenset(classes & given)
         if hit:
             found[name] = hit
     return found
@@ -595,6 +599,8 @@ _FEMALE_ONLY = re.compile(
     r"|\bmenopaus\w*|\boocyte|\bovarian\s+(?:function|suppression)|\bbreastfeed\w*|\blactat\w*",
     re.IGNORECASE,
 )
+_PARENTHESES = re.compile(r"\([^()]*\)")
+_IF_CLAUSE = re.compile(r"^\s*(?:if|when|unless|for)\b[^:]*:", re.IGNORECASE)
 _MALE_ONLY = re.compile(r"\bsperm\b|\bsemen\b|\btesticular\s+function|\bandrolog\w*", re.I)
 
 
@@ -606,7 +612,10 @@ def wrong_sex_wording(plan: Mapping[str, Any], sex: str | None) -> list[Finding]
     pattern = _FEMALE_ONLY if sex == "male" else _MALE_ONLY
     findings = []
     for item in _components(plan):
-        text = " ".join([_item_text(item), str(item.get("when") or "")])
+        # What the item says it gives, not the criteria it lists: "(e.g. premenopausal N1 ...)"
+        # and "If ...:" clauses are conditions.
+        text = _PARENTHESES.sub(" ", _item_text(item))
+        text = _IF_CLAUSE.sub(" ", text)
         match = pattern.search(text)
         if match and not re.search(
             r"partner", text[max(0, match.start() - 40) : match.end()], re.I

@@ -37,6 +37,8 @@ from consult.engine.coherence import (
     wrong_sex_wording,
 )
 
+# How consult/engine/options.py words a main option that never applied to the patient.
+NOT_INDICATED: Final = "not indicated now"
 _CONCURRENT_MODALITIES: Final = frozenset({"supportive", "antiviral"})
 _FOLLOWS = re.compile(r"^\W*(?:\S+\s+){0,5}?(?:after|following|at\s+progression)\b", re.I)
 _DURING = re.compile(r"\bduring\b|\bthroughout\b|\bwith\s+each\b|\balongside\b|\bconcurrent", re.I)
@@ -168,7 +170,9 @@ def pathway_pass(plan: Plan, facts: Mapping[str, Any]) -> Plan:
     # Two backbones of one class: the later one becomes an alternative to the first.
     dumped = {"recommendation": {"components": [_dump(c) for c in primary]}}
     moved: list[PlanComponent] = []
+    finding_of: dict[str, str] = {}
     for finding in two_backbones(dumped):
+        finding_of.setdefault(finding.items[1], finding.items[0])
         later = next((c for c in primary if c.description == finding.items[1]), None)
         if later is None or later in moved:
             continue
@@ -181,7 +185,8 @@ def pathway_pass(plan: Plan, facts: Mapping[str, Any]) -> Plan:
         for c in moved:
             c.role = ComponentRole.ALTERNATIVE
             c.order = None
-            c.when = f"instead of: {primary[0].description[:120]}" if primary else "instead"
+            first = finding_of.get(c.description, "")
+            c.when = f"instead of: {first[:120]}" if first else "instead of the pathway's backbone"
         alternatives = moved + alternatives
 
     for index, c in enumerate(primary, start=1):
@@ -216,13 +221,39 @@ def pathway_pass(plan: Plan, facts: Mapping[str, Any]) -> Plan:
                         repaired=True,
                     )
                 )
+    # An alternative whose "when" already holds is not a fallback for that reason: its "when"
+    # says so, and that it is chosen if the pathway cannot be given.
+    document = repaired.model_dump(mode="json")
+    for finding in alternative_already_true(document, lambda when: when_holds(when, facts)):
+        for c in repaired.recommendation.components:
+            if c.role is ComponentRole.ALTERNATIVE and c.description == finding.items[0]:
+                c.when = f"{c.when} (the case for this patient): if the pathway cannot be given"
+        notes.append(
+            CoherenceNote(property=finding.property, sentence=finding.sentence, repaired=True)
+        )
+    # A main option listed as "not indicated now" that the plan's own items give: the items
+    # stand (they passed the gate), the listing goes. A rejection for another reason (a safety
+    # rule, a decision) is only reported.
+    document = repaired.model_dump(mode="json")
+    for finding in recommends_ruled_out(document):
+        option = finding.items[1]
+        listed = [
+            r
+            for r in repaired.rejected_options
+            if r.option.startswith(option[:40]) and r.reason.startswith(NOT_INDICATED)
+        ]
+        if listed:
+            repaired.rejected_options = [r for r in repaired.rejected_options if r not in listed]
+        notes.append(
+            CoherenceNote(
+                property=finding.property, sentence=finding.sentence, repaired=bool(listed)
+            )
+        )
     document = repaired.model_dump(mode="json")
     sex = facts.get("patient.sex")
     for finding in [
-        *recommends_ruled_out(document),
         *intent_contradicts_steps(document),
         *wrong_sex_wording(document, sex if isinstance(sex, str) else None),
-        *alternative_already_true(document, lambda when: when_holds(when, facts)),
     ]:
         notes.append(CoherenceNote(property=finding.property, sentence=finding.sentence))
     repaired.coherence = notes
