@@ -13,7 +13,6 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from clinical.calculators import derive_all
 from clinical.vocab import ROLE_LABELS
 from consult.labels import value_words
 from consult.models import Consultation, EvidenceNode
@@ -157,7 +156,8 @@ def report_context(
 ) -> dict[str, Any]:
     consultation = state.consultation
     case = consultation.snapshot.data
-    derived = derive_all(case)
+    # As frozen with the snapshot: never today's calculators beside yesterday's plan.
+    derived = consultation.snapshot.frozen.derived
     all_refs = [e for v in state.versions for e in v.payload.get("evidence") or []]
     version_ids = evidence_version_ids(refs=all_refs)
     titles = evidence_titles(version_ids=version_ids)

@@ -17,8 +17,7 @@ from django.conf import settings as django_settings
 from django.db import InterfaceError, OperationalError, connections, transaction
 from django.utils import timezone
 
-from clinical.applicability import case_facts
-from clinical.calculators import derive_all, staging_summary
+from clinical.frozen import FrozenFacts
 from clinical.vocab import EventKind
 from consult.engine import prompting
 from consult.engine.aio import run_coroutine
@@ -266,9 +265,12 @@ def consultation_run(*, consultation_id: int) -> str:
     consultation = lease_claim(consultation_id=consultation_id)
     if consultation is None:
         return "skipped"
-    retriever = DbRetriever()
     try:
-        _deliberate_through_dropped_connections(consultation, retriever)
+        # The facts frozen with the snapshot when it was submitted, never computed again: the
+        # plan, its pages, report and exports all show the same ones.
+        frozen = consultation.snapshot.frozen
+        retriever = DbRetriever(facts=frozen.facts)
+        _deliberate_through_dropped_connections(consultation, retriever, frozen)
     except Cancelled:
         _finish(consultation_id, ConsultationStatus.CANCELLED)
         return "cancelled"
@@ -293,13 +295,13 @@ def consultation_run(*, consultation_id: int) -> str:
 
 
 def _deliberate_through_dropped_connections(
-    consultation: Consultation, retriever: DbRetriever
+    consultation: Consultation, retriever: DbRetriever, frozen: FrozenFacts
 ) -> Any:
     """Deliberate; when the database connection drops, reconnect and resume from the saved
     steps a few times before giving up (the pauses stay inside the lease, so it stays ours)."""
     for delay in (*DB_RETRY_DELAYS, None):
         try:
-            return _deliberate(consultation, retriever)
+            return _deliberate(consultation, retriever, frozen)
         except (OperationalError, InterfaceError):
             connections.close_all()
             if delay is None:
@@ -313,7 +315,7 @@ def _deliberate_through_dropped_connections(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
+def _deliberate(consultation: Consultation, retriever: DbRetriever, frozen: FrozenFacts) -> Any:
     """Everything after the claim, so that any failure (a half-configured LLM endpoint
     included) finishes the run as failed instead of leaving it "running"."""
     case = consultation.snapshot.data
@@ -336,12 +338,12 @@ def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
     Consultation.objects.filter(pk=consultation.pk).update(engine_label=provider.name)
     deliberation = Deliberation(
         case=case,
-        facts=case_facts(case),
-        staging=staging_summary(derive_all(case)),
+        facts=frozen.facts,
+        staging=frozen.staging,
         retriever=retriever,
         store=store,
         provider=provider,
-        experience=DbExperience(),
+        experience=DbExperience(staging=frozen.staging),
         config=engine_config(consultation.config),
         labels=fact_labels(),
     )
