@@ -753,6 +753,14 @@ def case_record(*, consultation: Consultation) -> dict[str, Any]:
             "content_hash": snapshot.content_hash,
             "submitted_at": _when(snapshot.submitted_at),
             "data": snapshot.data,
+            # The calculators' results as frozen with the snapshot (what the plan was made
+            # from), with the version of the code that computed them.
+            "derived_facts": {
+                "version": snapshot.facts_version,
+                "origin": snapshot.facts_origin,
+                "hash": snapshot.facts_hash,
+                "results": snapshot.facts.get("derived") or {},
+            },
         },
         "consultation": {
             "id": consultation.pk,
