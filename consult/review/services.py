@@ -26,7 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
-from clinical.vocab import Modality
+from clinical.vocab import RULED_OUT, ComponentRole, Intent, Modality, Phase, ResponseAnchor
 from consult.engine.coherence import plan_findings
 from consult.models import Consultation, ConsultationStatus
 from consult.review.changes import ORIGIN, plan_changes
@@ -100,10 +100,17 @@ MEETING_BEFORE_DECISION = (
 )
 NOTHING_TO_REOPEN = "There is no decision to reopen: the plan awaits review."
 INCOHERENT = "The plan contradicts itself: {first}"
-ROLES = ("primary", "alternative", "rejected")
-INTENTS = ("curative", "palliative", "surveillance")
-PHASES = ("acute_0_3m", "intermediate_3_12m", "long_term_12m_plus")
-ANCHORS = ("RECIST 1.1", "mRECIST", "iRECIST", "Lugano", "other")
+# What an amendment may say: the core's names (clinical.vocab), in the order forms offer them.
+ROLES: tuple[str, ...] = (*ComponentRole, RULED_OUT)
+INTENTS: tuple[str, ...] = tuple(Intent)
+PHASES: tuple[str, ...] = tuple(Phase)
+ANCHORS: tuple[str, ...] = (
+    ResponseAnchor.RECIST,
+    ResponseAnchor.MRECIST,
+    ResponseAnchor.IRECIST,
+    ResponseAnchor.LUGANO,
+    ResponseAnchor.OTHER,
+)
 MAX_TEXT = 2000
 
 

@@ -41,6 +41,7 @@ from consult.models import (
 from consult.retrieval import DbRetriever
 from knowledge.memory.selectors import versions_in_force
 from knowledge.memory.services import experience_uses_record
+from mdtboard.accounts.models import User
 from mdtboard.accounts.roles import is_admin
 from mdtboard.audit.hashing import payload_hash
 from mdtboard.audit.services import audit_record
@@ -89,7 +90,7 @@ def llm_available() -> bool:
 @transaction.atomic
 def consultation_start(
     *,
-    actor: Any,
+    actor: User,
     dossier: LesionDossier,
     engine: str = EngineChoice.GUIDELINE,
     max_rounds: int = 3,
@@ -161,7 +162,7 @@ def consultation_start(
 FORM_REUSED = "This form was already used for another dossier; reload the page."
 
 
-def _same_form(existing: Consultation, *, actor: Any, dossier: LesionDossier) -> Consultation:
+def _same_form(existing: Consultation, *, actor: User, dossier: LesionDossier) -> Consultation:
     if existing.dossier_id != dossier.pk or existing.created_by_id != actor.pk:
         raise ConsultationError(FORM_REUSED)
     return existing
@@ -180,7 +181,7 @@ def _enqueue(consultation_id: int) -> None:
 
 
 @transaction.atomic
-def consultation_cancel(*, actor: Any, consultation: Consultation) -> Consultation:
+def consultation_cancel(*, actor: User, consultation: Consultation) -> Consultation:
     consultation = Consultation.objects.select_for_update().get(pk=consultation.pk)
     if consultation.is_finished:
         raise ConsultationError(ALREADY_FINISHED)

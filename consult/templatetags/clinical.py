@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from clinical.vocab import ROLE_LABELS
+from consult import labels
 from consult.labels import clinical_text
 
 register = template.Library()
@@ -21,5 +21,4 @@ def clinical(value: Any) -> str:
 
 @register.filter(name="role_label")
 def role_label(value: Any) -> str:
-    role = str(value or "")
-    return ROLE_LABELS.get(role, role.replace("_", " ").capitalize())
+    return labels.role_label(value)

@@ -8,8 +8,6 @@ from __future__ import annotations
 import importlib
 import io
 import json
-import uuid
-from datetime import date
 from typing import Any
 
 import pytest
@@ -23,12 +21,11 @@ from clinical.calculators.derive import CALCULATORS_BY_CANCER_TYPE
 from clinical.results import CalcResult
 from consult.models import DossierSnapshot, FactsOrigin
 from consult.review import services as review_services
-from consult.review.services import Attendee
 from consult.services.consultations import consultation_run, consultation_start
 from consult.services.dossiers import DossierError, snapshot_recompute
 from mdtboard.audit.models import AuditEvent
 from mdtboard.core.dbroles import database_owner
-from tests.fixtures.consultations import completed, submitted
+from tests.fixtures.consultations import completed, signed_off, submitted
 from tests.fixtures.seed import load_seed
 from tests.page_text import page_text
 
@@ -54,29 +51,6 @@ def _change_calculators(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(clinical.frozen, "FACTS_VERSION", NEXT_VERSION)
 
 
-def _signed(consultation: Any, clinician: Any) -> None:
-    review_services.review_decide(
-        actor=clinician,
-        consultation=consultation,
-        decision="accept",
-        reason="",
-        idempotency_key=uuid.uuid4(),
-        base_version=1,
-    )
-    review_services.meeting_record(
-        actor=clinician,
-        consultation=consultation,
-        held_on=date(2026, 11, 20),
-        attendees=[Attendee("Dr A", "Hepatobiliary surgery")],
-        final_decision="Resection of segment VI",
-        dissent="",
-        responsible_id=clinician.pk,
-    )
-    review_services.plan_sign_off(
-        actor=clinician, consultation=consultation, version=1, confirmed=True
-    )
-
-
 def _pdf_text(consultation: Any, clinician: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(review_services, "_enqueue_report", lambda report_id: None)
     report = review_services.report_request(actor=clinician, consultation=consultation, paper="a4")
@@ -96,7 +70,7 @@ def test_a_calculator_changed_after_submission_changes_nothing_shown_of_the_snap
     snapshot = consultation.snapshot
     assert snapshot.frozen.derived["bclc"].value == "A"
     assert consultation.plan.payload["staging"]["bclc"] == "A"
-    _signed(consultation, clinician)
+    signed_off(clinician, consultation)
     # when the BCLC calculator changes afterwards
     _change_calculators(monkeypatch)
     client.force_login(clinician)
