@@ -100,6 +100,7 @@ GATE_EFFECT_WORDS: Mapping[str, str] = MappingProxyType(
         GateEffect.WARNING: "Given, with a warning.",
         GateEffect.CLEAR: "Checked: does not apply to this patient.",
         GateEffect.NEEDS_DATA: "Cannot be checked until the data below is recorded.",
+        GateEffect.CHECKED: "Checked for this patient, whatever the plan.",
     }
 )
 

@@ -538,7 +538,9 @@ def version_publish(
     return version
 
 
-def _retire_now(*, actor: User | None, version: UnitVersion, reason: str, **extra: Any) -> UnitVersion:
+def _retire_now(
+    *, actor: User | None, version: UnitVersion, reason: str, **extra: Any
+) -> UnitVersion:
     version.status = VersionStatus.RETIRED
     version.retired_at = timezone.now()
     version.save(update_fields=["status", "retired_at"])
@@ -557,7 +559,9 @@ def _retire_now(*, actor: User | None, version: UnitVersion, reason: str, **extr
 
 
 @transaction.atomic
-def version_retire_request(*, actor: User | None, version: UnitVersion, reason: str) -> ApprovalRequest:
+def version_retire_request(
+    *, actor: User | None, version: UnitVersion, reason: str
+) -> ApprovalRequest:
     """Ask to retire a published version. Nothing changes until someone other than who asked,
     a second curator or an administrator, approves (``approval_request_approve``): a
     retirement takes a rule out of every plan, and a retired version never comes back."""
@@ -622,7 +626,9 @@ def approval_request_approve(
 
 
 @transaction.atomic
-def approval_request_refuse(*, actor: User | None, request: ApprovalRequest, note: str) -> ApprovalRequest:
+def approval_request_refuse(
+    *, actor: User | None, request: ApprovalRequest, note: str
+) -> ApprovalRequest:
     """A second person refuses, saying why: a retirement does not happen, a version waiting
     for publication goes back to draft; a refused hot-fix stays live (taking it back would
     itself weaken the rule: edit the unit, through review), marked as disputed."""
