@@ -145,6 +145,7 @@ INTENT_LABELS: Final[dict[str, str]] = {
     Intent.CURATIVE: "Curative",
     Intent.PALLIATIVE: "Palliative",
     Intent.SURVEILLANCE: "Surveillance",
+    Intent.ABSTAIN: "Abstention (outside the guidelines modelled)",
 }
 
 

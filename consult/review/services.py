@@ -102,7 +102,8 @@ NOTHING_TO_REOPEN = "There is no decision to reopen: the plan awaits review."
 INCOHERENT = "The plan contradicts itself: {first}"
 # What an amendment may say: the core's names (clinical.vocab), in the order forms offer them.
 ROLES: tuple[str, ...] = (*ComponentRole, RULED_OUT)
-INTENTS: tuple[str, ...] = tuple(Intent)
+# A clinician amends to a treatment intent; abstention is the board's, not an amendment's.
+INTENTS: tuple[str, ...] = (Intent.CURATIVE, Intent.PALLIATIVE, Intent.SURVEILLANCE)
 PHASES: tuple[str, ...] = tuple(Phase)
 ANCHORS: tuple[str, ...] = (
     ResponseAnchor.RECIST,
