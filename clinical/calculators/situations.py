@@ -175,8 +175,31 @@ def entity_label(entity: str) -> str:
     return ENTITY_LABELS.get(entity, entity.replace("_", " "))
 
 
+# A variant histology named in the notes belongs to the index tumour only when the sentence is
+# about it: "squamous cell carcinoma of the skin excised in 2015" is another (past) tumour.
+_OTHER_TUMOUR: Final = re.compile(
+    r"\b(?:skin|cutaneous|cervix|cervical\s+(?:cancer|carcinoma)|head\s+and\s+neck|oesophag\w*|"
+    r"esophag\w*|anal|anus|vulva\w*|oral|larynx|laryngeal|tongue|tonsil\w*|bladder|prostate|"
+    r"colon|rectal|rectum|thyroid|kidney|renal|testicular|ovar\w*|endometri\w*|uter\w*)\b",
+    re.IGNORECASE,
+)
+# ... unless the organ is where the index tumour spread ("biopsy of a renal metastasis").
+_METASTASIS: Final = re.compile(r"\bmetasta\w*", re.IGNORECASE)
+_PATHOLOGY: Final = re.compile(
+    r"\b(?:biops\w*|re-?biops\w*|histolog\w*|patholog\w*|specimen|cytology|resection|core)\b",
+    re.IGNORECASE,
+)
+
+
 def _counts(finding: Finding, spec: Spec) -> bool:
     """Whether a mention states the situation now."""
+    if spec.kind == "histology_variant" and finding.source == "notes":
+        if _OTHER_TUMOUR.search(finding.sentence) and not _METASTASIS.search(finding.sentence):
+            return False
+        if finding.assertion == "historical":
+            # A past mention is the index tumour's only in a pathology sentence ("re-biopsy in
+            # March showed small-cell carcinoma").
+            return _PATHOLOGY.search(finding.sentence) is not None
     if finding.assertion == "present":
         return True
     if finding.assertion != "historical":

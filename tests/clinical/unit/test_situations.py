@@ -153,3 +153,36 @@ def test_situations_brain_metastases_from_the_staging_count() -> None:
     assert "brain_metastases" not in _ids(
         _case("breast", "invasive ductal carcinoma (NST)", staging={"brain_metastases_count": 0})
     )
+
+
+@pytest.mark.parametrize(
+    "notes",
+    [
+        "Squamous cell carcinoma of the skin excised in 2015.",
+        "Past medical history: squamous cell carcinoma of the larynx, treated with radiotherapy.",
+    ],
+)
+def test_situations_another_tumours_histology_in_the_notes_is_not_a_variant(notes: str) -> None:
+    assert _ids(_case("lung_adenocarcinoma", "lung adenocarcinoma", notes)) == set()
+
+
+def test_situations_a_biopsy_of_a_metastasis_in_another_organ_is_the_index_tumour() -> None:
+    notes = "Re-biopsy of a renal metastasis this month shows small-cell carcinoma."
+    assert "lung_small_cell" in _ids(_case("lung_adenocarcinoma", "lung adenocarcinoma", notes))
+
+
+@pytest.mark.parametrize(
+    ("notes", "situation"),
+    [
+        ("Confused: corrected Ca 3.3 mmol/L.", "hypercalcaemia"),
+        ("Bleeding from the fungating tumour since this morning.", "active_bleeding"),
+        ("Impending cord compression at L1 on MRI.", "spinal_cord_compression"),
+    ],
+)
+def test_situations_emergencies_in_other_words(notes: str, situation: str) -> None:
+    assert situation in _ids(_case("breast", "invasive ductal carcinoma (NST)", notes))
+
+
+def test_situations_a_bleeding_risk_is_not_a_bleeding() -> None:
+    notes = "Counselled about the risk of tumour bleeding on bevacizumab."
+    assert _ids(_case("hcc", "hepatocellular carcinoma", notes)) == set()

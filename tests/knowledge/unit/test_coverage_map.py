@@ -54,3 +54,11 @@ def test_coverage_map_a_unit_added_to_the_seed_appears(tmp_path: Path) -> None:
     outside = lung.split("Outside the pathways")[1]
     assert "(leptomeningeal)" not in outside
     assert "(leptomeningeal)" in lung.split("Outside the pathways")[0]
+
+
+def test_coverage_map_every_situation_outside_the_seed_has_steps_to_offer() -> None:
+    # an abstention always has content: each situation the seed does not cover, in each cancer
+    # it can occur in, has at least one knowledge unit with its immediate steps or referral
+    text = seed_coverage_markdown()
+    empty = [line for line in text.splitlines() if "none: the board is told and decides" in line]
+    assert empty == []
