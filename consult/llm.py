@@ -68,6 +68,18 @@ _REPAIR_INSTRUCTIONS = (
 )
 
 
+# One counting rule wherever a token count is not reported by a server: the client's estimate
+# when a server sends no usage, the prompt-size estimate of a round before it starts, and the
+# test LLM server's reported usage (tests and `make bench` alike). About four characters per
+# token in English text; exact counts would need the model's own tokenizer.
+CHARS_PER_TOKEN = 4
+
+
+def approx_tokens(text: str) -> int:
+    """Tokens of ``text`` by the one rule: characters ÷ 4."""
+    return len(text) // CHARS_PER_TOKEN
+
+
 # --- errors -------------------------------------------------------------------------------------
 class LLMError(Exception):
     """Base of everything the client raises. ``usage`` is what the failed call consumed
@@ -652,8 +664,8 @@ def _estimated(content: str, model: str, system: str, user: str) -> _Reply:
     return _Reply(
         content=content,
         model=model,
-        prompt_tokens=(len(system) + len(user)) // 4,
-        completion_tokens=len(content) // 4,
+        prompt_tokens=approx_tokens(system + user),
+        completion_tokens=approx_tokens(content),
         estimated=True,
     )
 

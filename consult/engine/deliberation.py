@@ -412,6 +412,7 @@ class Deliberation:
                 "target": target,
                 "review": review.model_dump(),
                 "fallback": answer.fallback,
+                "usage": asdict(answer.usage) if answer.usage else None,
             }
             events = [
                 EngineEvent(EventKind.CRITIQUE, payload, role=reviewer, round=round_no),
@@ -478,6 +479,9 @@ class Deliberation:
                         **synthesis.draft.model_dump(),
                         "support": consensus.support,
                         "weights": dict(weights),
+                        # The Coordinator's turn: what it cost, and who answered it.
+                        "fallback": answer.fallback,
+                        "usage": asdict(answer.usage) if answer.usage else None,
                     },
                     role="coordinator",
                     round=round_no,
@@ -518,7 +522,11 @@ class Deliberation:
             )
             answer = await self.provider.vote(inp)
             vote: Vote = vote_with_rules(inp, answer.value)
-            payload = {"vote": vote.model_dump(), "fallback": answer.fallback}
+            payload = {
+                "vote": vote.model_dump(),
+                "fallback": answer.fallback,
+                "usage": asdict(answer.usage) if answer.usage else None,
+            }
             return StepResult(
                 payload,
                 [EngineEvent(EventKind.VOTE, payload, role=role, round=round_no)],

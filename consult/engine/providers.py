@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from consult.engine import guideline, prompting
+from consult.engine.accounting import fallback_text
 from consult.engine.consensus import Consensus
 from consult.engine.context import ReviewInput, RoleInput, SynthesisInput, VoteInput
 from consult.engine.protocols import LLM, Evidence, Usage
@@ -126,10 +127,10 @@ class LLMProvider:
             return (
                 None,
                 _usage(spent) if spent else Usage(latency_ms=(time.monotonic() - started) * 1000),
-                (f"{type(exc).__name__}: guideline engine answered this turn"),
+                fallback_text(type(exc).__name__),
             )
         if not isinstance(value, schema):
-            return None, _usage(usage), "unexpected reply type: guideline engine answered this turn"
+            return None, _usage(usage), fallback_text("UnexpectedReply")
         return value, _usage(usage), ""
 
     async def report(self, inp: RoleInput, on_delta: Delta = None) -> Answer:

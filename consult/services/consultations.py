@@ -21,6 +21,7 @@ from clinical.applicability import case_facts
 from clinical.calculators import derive_all, staging_summary
 from clinical.vocab import EventKind
 from consult.engine import prompting
+from consult.engine.accounting import Account, Turn, account
 from consult.engine.aio import run_coroutine
 from consult.engine.deliberation import Cancelled, Deliberation, EngineConfig
 from consult.engine.protocols import EngineEvent
@@ -32,6 +33,7 @@ from consult.journal.store import DbStepStore
 from consult.labels import fact_labels
 from consult.learning import DbExperience, recalled
 from consult.models import (
+    AgentMessage,
     Consultation,
     ConsultationStatus,
     DossierStatus,
@@ -223,17 +225,27 @@ def _end(
     kb_versions: list[int] | None = None,
 ) -> None:
     """The run's end, on the locked consultation row: its plan (if any), final status, the
-    board's status event, the audit record, and the clinician's notice after commit."""
+    board's status event, the audit record, and the clinician's notice after commit.
+
+    An LLM consultation says on its status, its plan (``llm``) and the board how many of its
+    turns the guideline engine answered, and why: never a silent "completed"."""
+    note = ""
+    if consultation.engine == EngineChoice.LLM:
+        spent = llm_account(consultation)
+        note = spent.note
+        if plan is not None:
+            plan = {**plan, "llm": spent.as_dict()}
     if plan is not None:
         Plan.objects.create(
             consultation=consultation, payload=plan, content_hash=payload_hash(plan)
         )
     consultation.status = status
+    consultation.status_note = note[:300]
     consultation.finished_at = timezone.now()
     consultation.error = error[:500]
     consultation.lease_owner = ""
     consultation.lease_until = None
-    fields = ["status", "finished_at", "error", "lease_owner", "lease_until"]
+    fields = ["status", "status_note", "finished_at", "error", "lease_owner", "lease_until"]
     if kb_versions is not None:
         consultation.kb_versions = sorted(kb_versions)
         fields.append("kb_versions")
@@ -241,7 +253,7 @@ def _end(
     consultation.save(update_fields=fields)
     events_append(
         consultation=consultation,
-        events=[EngineEvent(EventKind.STATUS, {"status": status, "error": error})],
+        events=[EngineEvent(EventKind.STATUS, {"status": status, "error": error, "note": note})],
     )
     audit_record(
         action=f"consultation.{status}",
@@ -253,11 +265,33 @@ def _end(
     )
     notice = {
         "user_id": consultation.created_by_id,
-        "level": "success" if status == "completed" else "warning",
-        "text": f"Consultation on {case_id}: {status}.",
+        "level": "success" if status == "completed" and not note else "warning",
+        "text": f"Consultation on {case_id}: {consultation.status_text}.",
     }
     # After the board's last events, on their thread: the run is done once it is saved.
     transaction.on_commit(lambda: broadcaster.notice_broadcast(notice))
+
+
+def llm_account(consultation: Consultation) -> Account:
+    """Every LLM turn of the consultation, from its journal (so a resumed run counts the turns
+    of the run before it): tokens per call, role and round, and the guideline engine's turns."""
+    rows = AgentMessage.objects.filter(consultation=consultation).values_list(
+        "round", "role", "kind", "model_name", "tokens_prompt", "tokens_completion",
+        "cost_usd", "fallback",
+    )  # fmt: skip
+    return account(
+        Turn(
+            round=number,
+            role=role,
+            step=kind,
+            model=model,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost_usd=float(cost),
+            fallback=fallback,
+        )
+        for number, role, kind, model, prompt, completion, cost, fallback in rows
+    )
 
 
 def consultation_run(*, consultation_id: int) -> str:
