@@ -614,6 +614,41 @@ class LLMClient:
 
 
 # --- request building and reply parsing ---------------------------------------------------------
+# Schema keywords that only annotate (the prompts say what each field means): sent with every
+# call they cost tokens (a third to a half of a schema) and constrain nothing.
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples"})
+# Keywords whose value maps names to schemas (not a schema itself).
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
+
+
+@lru_cache(maxsize=64)
+def wire_schema(schema: type[pydantic.BaseModel]) -> dict[str, Any]:
+    """The JSON Schema sent for ``schema``: its constraints (types, enums, bounds, required)
+    without annotations, the top-level title kept as the message's name. pydantic still
+    validates every reply against the model itself."""
+    full = schema.model_json_schema()
+    stripped = _strip(full)
+    if "title" in full:
+        stripped = {"title": full["title"], **stripped}
+    return stripped
+
+
+def _strip(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strip(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _ANNOTATIONS:
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _strip(sub) for name, sub in value.items()}
+        else:
+            out[key] = _strip(value)
+    return out
+
+
 def _response_format(
     mode: Mode, schema: type[pydantic.BaseModel]
 ) -> ResponseFormatJSONSchema | ResponseFormatJSONObject:
@@ -623,7 +658,7 @@ def _response_format(
         "type": "json_schema",
         "json_schema": {
             "name": re.sub(r"[^a-zA-Z0-9_-]", "_", schema.__name__)[:64],
-            "schema": schema.model_json_schema(),
+            "schema": wire_schema(schema),
             # Not strict: strict mode demands every property in `required` and
             # `additionalProperties: false` everywhere, and rejects keywords pydantic emits
             # (`default`, some formats). Making the engine's schemas, full of optional fields with
@@ -642,7 +677,7 @@ def _messages(
     if mode == "json_object":
         # JSON mode guarantees JSON but not its shape, so the model must read the schema.
         # (OpenAI also requires the word "JSON" in the messages for this mode.)
-        schema_text = json.dumps(schema.model_json_schema(), ensure_ascii=False)
+        schema_text = json.dumps(wire_schema(schema), ensure_ascii=False, separators=(",", ":"))
         system = system + _JSON_OBJECT_INSTRUCTIONS + schema_text
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 

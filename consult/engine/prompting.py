@@ -1,13 +1,21 @@
-"""Prompts are versioned files in ``prompts/``; a consultation records the versions it used."""
+"""Prompts are versioned files in ``prompts/``; a consultation records the versions it used.
+
+Also what each prompt carries, once: the case sections a role needs, evidence as unit ids with
+a one-line paraphrase (the full text only for the units the member cites), reports and drafts
+as briefs. A prompt's stable part comes first (instructions, then the case and evidence, which
+do not change between rounds) and the round's part last, so that servers with prefix caching
+reuse the start of every member's prompt."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from clinical.vocab import CORE_ROLES
+from consult.engine.protocols import Evidence
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 ROLE_PROMPTS = CORE_ROLES
@@ -45,8 +53,9 @@ def system_prompt(name: str, role: str, addenda: Mapping[str, str] | None = None
     approved addendum when a database version is in force."""
     addenda = addenda or {}
     common = with_addendum(load("common"), addenda.get("common", ""))
-    # "ROLE:" lets logs, tests and stub servers tell the turns apart without parsing prose.
-    return f"ROLE: {role}\n\n{common}\n\n{with_addendum(load(name), addenda.get(name, ''))}"
+    # The common part first: every member's prompt starts with the same text (a prefix cache
+    # hit). "ROLE:" lets logs, tests and stub servers tell the turns apart without prose.
+    return f"{common}\n\nROLE: {role}\n\n{with_addendum(load(name), addenda.get(name, ''))}"
 
 
 def versions(database: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -57,4 +66,143 @@ def versions(database: Mapping[str, str] | None = None) -> dict[str, str]:
         name: f"{version(name)}:{hashlib.sha256(load(name).encode()).hexdigest()[:12]}"
         + (f"+{database[name]}" if name in database else "")
         for name in ALL_PROMPTS
+    }
+
+
+# --- what a prompt carries ------------------------------------------------------------------
+
+# The case sections each member reads (FORMAT.md §1): Safety needs organ function, labs,
+# medications and history, not the imaging prose; free-text notes go to the members who
+# establish the diagnosis and choose the pathway. A section not listed for any role (a newer
+# format's) goes to Diagnostic and Treatment.
+_EVERYONE = ("cancer_type", "question")
+_CLINICAL = ("patient", "diagnosis", "index_lesion", "lesions", "staging", "biomarkers")
+CASE_SECTIONS: dict[str, tuple[str, ...]] = {
+    "diagnostic": (*_EVERYONE, *_CLINICAL, "notes"),
+    "treatment": (*_EVERYONE, *_CLINICAL, "labs", "organ_function", "notes"),
+    "safety": (*_EVERYONE, "patient", "diagnosis", "labs", "organ_function"),
+    "monitoring": (*_EVERYONE, *_CLINICAL, "labs"),
+    "hepatology": (*_EVERYONE, "patient", "diagnosis", "staging", "labs", "organ_function"),
+    "pharmacy": (*_EVERYONE, "patient", "diagnosis", "labs", "organ_function"),
+    "cardio_oncology": (*_EVERYONE, "patient", "diagnosis", "organ_function"),
+    "fertility": (*_EVERYONE, "patient", "diagnosis"),
+    "pathology": (*_EVERYONE, "diagnosis", "index_lesion", "biomarkers"),
+}
+_DEFAULT_SECTIONS = (*_EVERYONE, *_CLINICAL, "labs", "organ_function")
+_KNOWN = {s for sections in CASE_SECTIONS.values() for s in sections} | {
+    "format",
+    "case_id",
+    "expected",
+}
+
+
+def compact(value: Any) -> Any:
+    """``value`` without what says nothing: null, "", [] and {} (a field not given is not
+    available, as the common prompt says). False and 0 stay: they are findings."""
+    if isinstance(value, Mapping):
+        kept = {k: compact(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in (None, "", [], {})}
+    if isinstance(value, list | tuple):
+        items = [compact(v) for v in value]
+        return [v for v in items if v not in (None, "", [], {})]
+    return value
+
+
+def case_for(role: str, case: Mapping[str, Any]) -> dict[str, Any]:
+    """The sections of the case ``role`` needs, without empty fields."""
+    sections = CASE_SECTIONS.get(role, _DEFAULT_SECTIONS)
+    extra = (
+        () if role not in ("diagnostic", "treatment") else tuple(k for k in case if k not in _KNOWN)
+    )
+    return compact({k: case[k] for k in (*sections, *extra) if k in case})
+
+
+def evidence_brief(evidence: Sequence[Evidence], cited: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Each unit as its id and one line (its title), whether it applies (and what is missing
+    when that depends on missing data), what it recommends in a few words (a therapy's drugs,
+    a surveillance interval, a safety rule's severity); the full text only for ``cited``."""
+    full = set(cited)
+    lines = []
+    for e in evidence:
+        line: dict[str, Any] = {"unit_id": e.unit_id, "says": e.title, "applies": e.applies}
+        if e.missing:
+            line["missing"] = list(e.missing)
+        action = e.action
+        match action.get("type"):
+            case "therapy":
+                line["action"] = compact(
+                    {
+                        "type": "therapy",
+                        "modality": action.get("modality"),
+                        "description": action.get("description"),
+                        "agents": list(action.get("agents") or ()),
+                    }
+                )
+            case "surveillance":
+                line["action"] = compact(
+                    {
+                        "type": "surveillance",
+                        **{k: action.get(k) for k in ("phase", "what", "interval", "anchor")},
+                    }
+                )
+            case "safety":
+                line["action"] = compact({"type": "safety", "severity": action.get("severity")})
+        if e.unit_id in full:
+            line["text"] = e.text
+        lines.append(line)
+    return lines
+
+
+def report_brief(report: Any) -> dict[str, Any]:
+    """A member's report as another member reads it: its conclusion, its items (by their
+    exact descriptions, which reviews and votes name) and their evidence ids."""
+    data = report.model_dump(mode="json")
+    return compact(
+        {
+            "conclusion": data.get("conclusion"),
+            "intent": data.get("intent"),
+            "components": [
+                {k: c.get(k) for k in ("description", "role", "rank", "when", "agents", "evidence")}
+                for c in data.get("components") or ()
+            ],
+            "constraints": data.get("constraints"),
+            "monitoring": [
+                {k: m.get(k) for k in ("phase", "what", "interval", "anchor")}
+                for m in data.get("monitoring") or ()
+            ],
+            "rejected": data.get("rejected"),
+            "needs_data": data.get("needs_data"),
+        }
+    )
+
+
+def draft_brief(draft: Any) -> dict[str, Any]:
+    """The draft plan as a voter reads it: summary, intent, its items by exact description."""
+    data = draft.model_dump(mode="json")
+    return compact(
+        {
+            "summary": data.get("summary"),
+            "intent": data.get("intent"),
+            "components": [
+                {k: c.get(k) for k in ("description", "role", "rank", "when", "agents")}
+                for c in data.get("components") or ()
+            ],
+            "rejected": [r.get("option") for r in data.get("rejected") or ()],
+            "monitoring": [
+                f"{m.get('phase')}: {m.get('what')} ({m.get('interval')})"
+                for m in data.get("monitoring") or ()
+            ],
+        }
+    )
+
+
+def cited_ids(report: Any) -> set[str]:
+    """The unit ids a report cites (claims, components, constraints, monitoring)."""
+    if report is None:
+        return set()
+    return {
+        unit
+        for items in (report.claims, report.components, report.constraints, report.monitoring)
+        for item in items
+        for unit in item.evidence
     }

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -16,8 +16,14 @@ from consult.engine import guideline, prompting
 from consult.engine.accounting import fallback_text
 from consult.engine.consensus import Consensus
 from consult.engine.context import ReviewInput, RoleInput, SynthesisInput, VoteInput
-from consult.engine.protocols import LLM, Evidence, Usage
-from consult.engine.schemas import CrossReview, RoleReport, Synthesis, Vote
+from consult.engine.protocols import LLM, Usage
+from consult.engine.schemas import (
+    CoordinatorNote,
+    CrossReview,
+    Synthesis,
+    Vote,
+    report_schema,
+)
 
 T = TypeVar("T", bound=BaseModel)
 logger = logging.getLogger(__name__)
@@ -56,27 +62,6 @@ class GuidelineProvider:
 
     async def vote(self, inp: VoteInput) -> Answer:
         return Answer(guideline.vote(inp))
-
-
-def _evidence_lines(evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
-    return [
-        {
-            "unit_id": e.unit_id,
-            "kind": e.kind,
-            "title": e.title,
-            "text": e.text,
-            "grade": e.grade,
-            "applies": e.applies,
-            "missing": list(e.missing),
-            "action": dict(e.action),
-        }
-        for e in evidence
-    ]
-
-
-def _case_view(case: Mapping[str, Any]) -> dict[str, Any]:
-    # Everything the agents may use; "null" in the JSON means not available.
-    return {k: v for k, v in case.items() if k != "expected"}
 
 
 def _usage(usage: Any) -> Usage:
@@ -134,31 +119,43 @@ class LLMProvider:
         return value, _usage(usage), ""
 
     async def report(self, inp: RoleInput, on_delta: Delta = None) -> Answer:
+        # Stable first (who, the case, the evidence: the same in every round), the round last.
         user = {
             "role": inp.role,
-            "round": inp.round,
-            "case": _case_view(inp.case),
-            "derived_staging": dict(inp.staging),
-            "evidence": _evidence_lines(inp.evidence),
-            "residual_contexts": [r.model_dump() for r in inp.residuals[-2:]],
-            "critiques_received": [{"from": who, **c.model_dump()} for who, c in inp.critiques],
-            "similar_past_cases": [asdict(p) for p in inp.experience],
             "specialist_reason": inp.reason,
+            "case": prompting.case_for(inp.role, inp.case),
+            "derived_staging": prompting.compact(dict(inp.staging)),
+            "evidence": prompting.evidence_brief(inp.evidence, prompting.cited_ids(inp.previous)),
+            "round": inp.round,
+            "your_previous_report": (
+                prompting.report_brief(inp.previous) if inp.previous is not None else None
+            ),
+            "residual_contexts": [prompting.compact(r.model_dump()) for r in inp.residuals[-2:]],
+            "critiques_received": [
+                {"from": who, **prompting.compact(c.model_dump())} for who, c in inp.critiques
+            ],
+            "similar_past_cases": [
+                prompting.compact({"label": p.label, "summary": p.summary, "lesson": p.lesson})
+                for p in inp.experience
+            ],
         }
+        user = {k: v for k, v in user.items() if v not in (None, "", [], {})}
         prompt = inp.role if inp.role in prompting.ROLE_PROMPTS else "specialist"
-        value, usage, fallback = await self._ask(inp.role, prompt, user, RoleReport, on_delta)
+        value, usage, fallback = await self._ask(
+            inp.role, prompt, user, report_schema(inp.role), on_delta
+        )
         if value is None:
             answer = await self.fallback.report(inp)
             return Answer(answer.value, usage, fallback)
-        return Answer(value, usage)
+        return Answer(value.as_report(), usage)
 
     async def review(self, inp: ReviewInput) -> Answer:
         user = {
             "reviewer": inp.reviewer,
+            "case": prompting.case_for(inp.reviewer, inp.case),
+            "evidence": prompting.evidence_brief(inp.evidence, prompting.cited_ids(inp.report)),
             "target": inp.target,
-            "case": _case_view(inp.case),
-            "report": inp.report.model_dump(),
-            "evidence": _evidence_lines(inp.evidence),
+            "report": prompting.report_brief(inp.report),
         }
         value, usage, fallback = await self._ask(inp.reviewer, "reviewer", user, CrossReview)
         if value is None:
@@ -170,23 +167,50 @@ class LLMProvider:
     ) -> Answer:
         computed = (await self.fallback.synthesize(inp, consensus, conflicts_text)).value
         user = {
+            "case": prompting.compact(
+                {
+                    "cancer_type": inp.case.get("cancer_type"),
+                    "question": inp.case.get("question"),
+                }
+            ),
+            "derived_staging": prompting.compact(dict(inp.staging)),
             "round": inp.round,
-            "case": _case_view(inp.case),
-            "derived_staging": dict(inp.staging),
-            "reports": {role: r.model_dump() for role, r in inp.reports.items()},
+            "reports": {role: prompting.report_brief(r) for role, r in inp.reports.items()},
             "critiques": [
-                {"reviewer": a, "target": b, **c.model_dump()} for a, b, c in inp.critiques
+                prompting.compact(
+                    {
+                        "reviewer": a,
+                        "target": b,
+                        "agree": c.agree,
+                        "critique": c.critique,
+                        "concerns": c.concerns,
+                        "demote": c.demote,
+                    }
+                )
+                for a, b, c in inp.critiques
             ],
-            "weights": dict(inp.weights),
-            "weighted_consensus": {
-                "kept": [c.model_dump() for c in consensus.components],
-                "rejected": [r.model_dump() for r in consensus.rejected],
-                "support": consensus.support,
-            },
-            "previous_residual_contexts": [r.model_dump() for r in inp.residuals[-2:]],
-            "similar_past_cases": [asdict(p) for p in inp.experience],
+            "weights": {role: round(w, 2) for role, w in inp.weights.items()},
+            "weighted_consensus": prompting.compact(
+                {
+                    "kept": [
+                        {"description": c.description, "role": c.role, "rank": c.rank}
+                        for c in consensus.components
+                    ],
+                    "rejected": [r.model_dump() for r in consensus.rejected],
+                    "support": consensus.support,
+                }
+            ),
+            "previous_residual_contexts": [
+                prompting.compact(r.model_dump()) for r in inp.residuals[-2:]
+            ],
+            "similar_past_cases": [
+                prompting.compact({"label": p.label, "summary": p.summary, "lesson": p.lesson})
+                for p in inp.experience
+            ],
         }
-        value, usage, fallback = await self._ask("coordinator", "coordinator", user, Synthesis)
+        value, usage, fallback = await self._ask(
+            "coordinator", "coordinator", user, CoordinatorNote
+        )
         if value is None:
             return Answer(computed, usage, fallback)
         # The Coordinator writes the residual context; the components are the weighted
@@ -212,9 +236,12 @@ class LLMProvider:
         user = {
             "role": inp.role,
             "round": inp.round,
-            "your_report": inp.report.model_dump(),
-            "draft_plan": inp.draft.model_dump(),
-            "evidence": _evidence_lines(inp.evidence),
+            "your_report": prompting.report_brief(inp.report),
+            "draft_plan": prompting.draft_brief(inp.draft),
+            # The units the member's own report rests on, in one line each.
+            "evidence": prompting.evidence_brief(
+                [e for e in inp.evidence if e.unit_id in prompting.cited_ids(inp.report)]
+            ),
         }
         value, usage, fallback = await self._ask(inp.role, "voter", user, Vote)
         if value is None:

@@ -15,7 +15,6 @@ from consult.bundle_retriever import BundleRetriever
 from consult.engine.deliberation import Deliberation, EngineConfig
 from consult.engine.protocols import Evidence, MemoryStore, Retriever, StepStore
 from consult.engine.providers import GuidelineProvider, LLMProvider
-from consult.engine.schemas import CrossReview, RoleReport, Synthesis, Vote
 from tests.fixtures.seed import seed_bundle
 
 
@@ -91,7 +90,10 @@ def llm_answers(
     def answer(role: str, schema: type, user: dict[str, Any]) -> Any:
         if role in invalid_roles:
             return ValueError("reply stayed invalid after repair")
-        if schema is RoleReport:
+        # Each role is sent its part of RoleReport, and the Coordinator its part of Synthesis:
+        # the schema's title names the message.
+        name = schema.model_json_schema().get("title")
+        if name == "RoleReport":
             evidence = [e["unit_id"] for e in user["evidence"] if e["applies"]]
             report: dict[str, Any] = {
                 "conclusion": f"{role} view",
@@ -108,9 +110,9 @@ def llm_answers(
                 report["components"] = [propose]
                 report["intent"] = "palliative"
             return report
-        if schema is CrossReview:
+        if name == "CrossReview":
             return {"agree": True, "critique": "No objection."}
-        if schema is Synthesis:
+        if name == "Synthesis":
             return {
                 "residual": {
                     "consistency": "c",
@@ -121,7 +123,7 @@ def llm_answers(
                 "draft": {"summary": "LLM summary", "intent": "palliative", "components": []},
                 "confidence": 0.8,
             }
-        if schema is Vote:
+        if name == "Vote":
             round_no = user["round"]
             votes_seen[round_no] = votes_seen.get(round_no, 0) + 1
             disagree = round_no <= disagree_rounds and user["role"] == "safety"
