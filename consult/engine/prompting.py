@@ -111,23 +111,33 @@ def compact(value: Any) -> Any:
 def case_for(role: str, case: Mapping[str, Any]) -> dict[str, Any]:
     """The sections of the case ``role`` needs, without empty fields."""
     sections = CASE_SECTIONS.get(role, _DEFAULT_SECTIONS)
+    case = {**case, "patient": _without_identity(case.get("patient"))}
     extra = (
         () if role not in ("diagnostic", "treatment") else tuple(k for k in case if k not in _KNOWN)
     )
     return compact({k: case[k] for k in (*sections, *extra) if k in case})
 
 
+def _without_identity(patient: Any) -> Any:
+    """The patient section without the pseudonym: no member needs a name, even a made-up one."""
+    if not isinstance(patient, Mapping):
+        return patient
+    return {k: v for k, v in patient.items() if k != "pseudonym"}
+
+
 def evidence_brief(evidence: Sequence[Evidence], cited: Iterable[str] = ()) -> list[dict[str, Any]]:
     """Each unit as its id and one line (its title), whether it applies (and what is missing
-    when that depends on missing data), what it recommends in a few words (a therapy's drugs,
-    a surveillance interval, a safety rule's severity); the full text only for ``cited``."""
+    when that depends on missing data), what a unit that applies recommends in a few words (a
+    therapy's drugs, a surveillance interval, a safety rule's severity); the full text only for
+    ``cited``."""
     full = set(cited)
     lines = []
     for e in evidence:
         line: dict[str, Any] = {"unit_id": e.unit_id, "says": e.title, "applies": e.applies}
         if e.missing:
             line["missing"] = list(e.missing)
-        action = e.action
+        # What a unit recommends matters once it applies; until then, what it is waiting for.
+        action = e.action if e.applies is True else {}
         match action.get("type"):
             case "therapy":
                 line["action"] = compact(
@@ -160,6 +170,10 @@ def report_brief(report: Any) -> dict[str, Any]:
     return compact(
         {
             "conclusion": data.get("conclusion"),
+            "claims": [
+                {"text": c.get("text"), "evidence": c.get("evidence")}
+                for c in data.get("claims") or ()
+            ],
             "intent": data.get("intent"),
             "components": [
                 {k: c.get(k) for k in ("description", "role", "rank", "when", "agents", "evidence")}
@@ -206,3 +220,23 @@ def cited_ids(report: Any) -> set[str]:
         for item in items
         for unit in item.evidence
     }
+
+
+def concerning(evidence: Sequence[Evidence], report: Any) -> list[Evidence]:
+    """The units of a reviewer's evidence that bear on ``report``: a safety rule only when it
+    names a drug or modality the report proposes (or names none: a rule about the patient),
+    every other unit as it is. A rule about drugs nobody proposed has nothing to review."""
+    proposed = {
+        name.lower() for c in report.components for name in (*c.agents, str(c.modality)) if name
+    }
+    words = " ".join(c.description.lower() for c in report.components)
+    kept = []
+    for e in evidence:
+        action = e.action
+        if action.get("type") != "safety":
+            kept.append(e)
+            continue
+        names = [str(n).lower() for n in (*action.get("agents", ()), *action.get("modalities", ()))]
+        if not names or any(n in proposed or n in words for n in names):
+            kept.append(e)
+    return kept

@@ -101,7 +101,7 @@ class LLMProvider:
             value, usage = await self.llm.complete_structured(
                 role=role,
                 system=system,
-                user=json.dumps(user, ensure_ascii=False, default=str),
+                user=json.dumps(user, ensure_ascii=False, default=str, separators=(",", ":")),
                 schema=schema,
                 on_delta=on_delta,
             )
@@ -153,7 +153,9 @@ class LLMProvider:
         user = {
             "reviewer": inp.reviewer,
             "case": prompting.case_for(inp.reviewer, inp.case),
-            "evidence": prompting.evidence_brief(inp.evidence, prompting.cited_ids(inp.report)),
+            "evidence": prompting.evidence_brief(
+                prompting.concerning(inp.evidence, inp.report), prompting.cited_ids(inp.report)
+            ),
             "target": inp.target,
             "report": prompting.report_brief(inp.report),
         }
@@ -237,11 +239,8 @@ class LLMProvider:
             "role": inp.role,
             "round": inp.round,
             "your_report": prompting.report_brief(inp.report),
+            # The member's report names the units it rests on; the draft is what is voted on.
             "draft_plan": prompting.draft_brief(inp.draft),
-            # The units the member's own report rests on, in one line each.
-            "evidence": prompting.evidence_brief(
-                [e for e in inp.evidence if e.unit_id in prompting.cited_ids(inp.report)]
-            ),
         }
         value, usage, fallback = await self._ask(inp.role, "voter", user, Vote)
         if value is None:

@@ -25,8 +25,7 @@ def _report(role: str, data: dict[str, Any]) -> dict[str, Any]:
     report: dict[str, Any] = {
         "conclusion": f"{role} assessment",
         "claims": [
-            {"text": e["says"], "evidence": [e["unit_id"]], "confidence": 0.8}
-            for e in evidence[:5]
+            {"text": e["says"], "evidence": [e["unit_id"]], "confidence": 0.8} for e in evidence[:5]
         ],
         "confidence": 0.8,
     }

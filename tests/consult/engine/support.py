@@ -15,6 +15,7 @@ from consult.bundle_retriever import BundleRetriever
 from consult.engine.deliberation import Deliberation, EngineConfig
 from consult.engine.protocols import Evidence, MemoryStore, Retriever, StepStore
 from consult.engine.providers import GuidelineProvider, LLMProvider
+from consult.engine.schemas import RoleReport, Synthesis
 from tests.fixtures.seed import seed_bundle
 
 
@@ -56,7 +57,11 @@ class ScriptedLLM:
         self, *, role: str, system: str, user: str, schema: type[BaseModel], on_delta: Any = None
     ) -> Any:
         self.calls.append((role, schema.__name__))
-        reply = self.answer(role, schema, json.loads(user))
+        # A member is sent its role's part of RoleReport, the Coordinator its part of Synthesis:
+        # the answers are written for the message the schema's title names.
+        title = schema.model_json_schema().get("title")
+        message = {"RoleReport": RoleReport, "Synthesis": Synthesis}.get(str(title), schema)
+        reply = self.answer(role, message, json.loads(user))
         if isinstance(reply, Exception):
             raise reply
         if on_delta is not None:
