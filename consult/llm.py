@@ -275,6 +275,12 @@ class Budget:
         # keeps that true if a budget is ever shared with a worker thread.
         self._lock = threading.Lock()
 
+    def tokens_left(self) -> int:
+        with self._lock:
+            if self.cost_used >= self.cost_usd:
+                return 0
+            return max(self.tokens - self.tokens_used, 0)
+
     def check(self) -> None:
         with self._lock:
             if self.tokens_used >= self.tokens or self.cost_used >= self.cost_usd:
@@ -376,6 +382,11 @@ class LLMClient:
 
     def model_for(self, role: str) -> str:
         return self._settings.role_models.get(role, self._settings.model)
+
+    def budget_left(self) -> int:
+        """Tokens of the consultation's budget not spent yet (0 when spent, or when its cost
+        allowance is)."""
+        return self._budget.tokens_left()
 
     async def aclose(self) -> None:
         # An http_client passed in belongs to the caller, who closes it.

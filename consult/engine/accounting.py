@@ -163,6 +163,26 @@ def account(turns: Iterable[Turn]) -> Account:
     return folded
 
 
+def budget_note(budget: Mapping[str, Any] | None) -> str:
+    """What a round-end budget check decided, in words ("" when the budget was enough)."""
+    if not budget:
+        return ""
+    next_round, estimate, left = budget.get("round"), budget.get("estimate"), budget.get("left")
+    if budget.get("decision") == "stopped":
+        return (
+            f"stopped before round {next_round}: the token budget left ({left} tokens) would not "
+            f"cover it (about {estimate})"
+        )
+    return (
+        f"round {next_round} ran although the token budget left ({left} tokens) would not cover "
+        f"it (about {estimate})"
+    )
+
+
+def joined(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
 def status_line(status: str, note: str) -> str:
     """ "completed — 20 of 57 turns answered by the guideline engine: token budget reached"."""
     return f"{status} — {note}" if note else status

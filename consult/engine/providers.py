@@ -26,6 +26,8 @@ from consult.engine.schemas import (
 )
 
 T = TypeVar("T", bound=BaseModel)
+# _ask's "fallback" when the answer is one given earlier in the run (no call, no fallback).
+CARRIED = "carried"
 logger = logging.getLogger(__name__)
 Delta = Callable[[str], Awaitable[None]] | None
 
@@ -35,10 +37,17 @@ class Answer:
     value: Any
     usage: Usage | None = None
     fallback: str = ""
+    # The member was asked nothing new (no critique addressed to it; the same question as in an
+    # earlier round): its earlier answer stands, and no LLM call was made for it.
+    carried: bool = False
 
 
 class GuidelineProvider:
     name = guideline.ENGINE_NAME
+
+    def budget_left(self) -> int | None:
+        """No LLM, no budget."""
+        return None
 
     async def report(self, inp: RoleInput, on_delta: Delta = None) -> Answer:
         return Answer(guideline.role_report(inp))
@@ -91,10 +100,32 @@ class LLMProvider:
         # Prompt name -> the admin-approved addendum in force when the consultation started.
         self.addenda = dict(addenda or {})
         self.name = f"llm:{llm.model_for('coordinator')}"
+        # Every question answered in this run (by prompt, role, schema and content, the round
+        # number aside) and its answer: a review of an unchanged report, or a vote on an
+        # unchanged draft by a member whose report is unchanged, is the same question again;
+        # an agreement stands, an objection is asked again.
+        self._answered: dict[str, BaseModel] = {}
+
+    def budget_left(self) -> int | None:
+        """The LLM tokens this consultation may still spend (None: not known)."""
+        left = getattr(self.llm, "budget_left", None)
+        return left() if callable(left) else None
+
+    def _carried(self, key: str, schema: type[T]) -> T | None:
+        value = self._answered.get(key)
+        return value if isinstance(value, schema) else None
 
     async def _ask(
         self, role: str, prompt: str, user: dict[str, Any], schema: type[T], on_delta: Delta = None
     ) -> tuple[T | None, Usage | None, str]:
+        key = json.dumps(
+            [prompt, role, schema.__name__, {k: v for k, v in user.items() if k != "round"}],
+            sort_keys=True,
+            default=str,
+        )
+        carried = self._carried(key, schema)
+        if carried is not None:
+            return carried, None, CARRIED
         system = prompting.system_prompt(prompt, role, self.addenda)
         started = time.monotonic()
         try:
@@ -116,9 +147,23 @@ class LLMProvider:
             )
         if not isinstance(value, schema):
             return None, _usage(usage), fallback_text("UnexpectedReply")
+        if getattr(value, "agree", True):
+            # An objection is asked again: the round that follows exists to answer it.
+            self._answered[key] = value
         return value, _usage(usage), ""
 
+    @staticmethod
+    def _answer(value: Any, usage: Usage | None, fallback: str) -> Answer:
+        if fallback == CARRIED:
+            return Answer(value, None, "", carried=True)
+        return Answer(value, usage, fallback)
+
     async def report(self, inp: RoleInput, on_delta: Delta = None) -> Answer:
+        if inp.round >= 2 and inp.previous is not None and not inp.critiques:
+            # Nothing was addressed to this member since its last report (no critique, no vote
+            # advice): the report stands, as a tumour board member who is not challenged does
+            # not speak again. The round's residual context reaches it when it is challenged.
+            return Answer(inp.previous, None, "", carried=True)
         # Stable first (who, the case, the evidence: the same in every round), the round last.
         user = {
             "role": inp.role,
@@ -147,7 +192,7 @@ class LLMProvider:
         if value is None:
             answer = await self.fallback.report(inp)
             return Answer(answer.value, usage, fallback)
-        return Answer(value.as_report(), usage)
+        return self._answer(value.as_report(), usage, fallback)
 
     async def review(self, inp: ReviewInput) -> Answer:
         user = {
@@ -162,7 +207,7 @@ class LLMProvider:
         value, usage, fallback = await self._ask(inp.reviewer, "reviewer", user, CrossReview)
         if value is None:
             return Answer((await self.fallback.review(inp)).value, usage, fallback)
-        return Answer(value, usage)
+        return self._answer(value, usage, fallback)
 
     async def synthesize(
         self, inp: SynthesisInput, consensus: Consensus, conflicts_text: str
@@ -232,7 +277,8 @@ class LLMProvider:
                 )
             }
         )
-        return Answer(Synthesis(residual=residual, draft=draft, confidence=value.confidence), usage)
+        synthesis = Synthesis(residual=residual, draft=draft, confidence=value.confidence)
+        return self._answer(synthesis, usage, fallback)
 
     async def vote(self, inp: VoteInput) -> Answer:
         user = {
@@ -245,4 +291,4 @@ class LLMProvider:
         value, usage, fallback = await self._ask(inp.role, "voter", user, Vote)
         if value is None:
             return Answer((await self.fallback.vote(inp)).value, usage, fallback)
-        return Answer(value, usage)
+        return self._answer(value, usage, fallback)

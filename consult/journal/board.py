@@ -19,7 +19,13 @@ from clinical.vocab import (
     STAGING_LABELS,
     EventKind,
 )
-from consult.engine.accounting import Account, status_line, turn_from_payload
+from consult.engine.accounting import (
+    Account,
+    budget_note,
+    joined,
+    status_line,
+    turn_from_payload,
+)
 from consult.labels import fact_label
 from consult.plan_view import PlanView, cancer_of, need_label, plan_view
 
@@ -38,6 +44,7 @@ class Panel:
     round: int = 0
     report: dict[str, Any] | None = None
     fallback: str = ""
+    carried: bool = False  # the round's report is the previous one (no LLM call)
     ungrounded: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] | None = None
     # The drugs and modalities the Treatment member proposes (None before it has), and the
@@ -160,6 +167,7 @@ class Board:
     cost_usd: float = 0.0
     # Every LLM turn: tokens per role and round, and the turns the guideline engine answered.
     llm: Account = field(default_factory=Account)
+    budget_note: str = ""  # a round-end budget check that stopped or warned
     resumed: bool = False
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -212,8 +220,8 @@ class Board:
     @property
     def fallback_note(self) -> str:
         """ "20 of 57 turns answered by the guideline engine: token budget reached" ("" when
-        the LLM answered every turn, and in guideline mode)."""
-        return self.llm.note
+        the LLM answered every turn, and in guideline mode), and a budget check's decision."""
+        return joined(self.llm.note, self.budget_note)
 
     @property
     def status_text(self) -> str:
@@ -297,6 +305,9 @@ def apply(board: Board, event: dict[str, Any]) -> set[str]:
             return {f"round:{number}", *_turn(board, "vote", role, number, payload)}
         case EventKind.CONSENSUS:
             board.round(number).consensus = payload
+            if payload.get("budget"):
+                board.budget_note = budget_note(payload["budget"])
+                return {f"round:{number}", "metrics"}
             return {f"round:{number}"}
         case EventKind.CONFLICT:
             board.conflicts.append({**payload, "round": number, "raised_by": role})
@@ -353,6 +364,7 @@ def _message(board: Board, role: str, number: int, payload: dict[str, Any]) -> s
     panel = board.panel(role)
     panel.report, panel.round, panel.state = payload["report"], number, "done"
     panel.fallback = payload.get("fallback") or ""
+    panel.carried = bool(payload.get("carried_over"))
     panel.usage = payload.get("usage")
     changed = {f"panel:{role}"}
     treatment = board.panels["treatment"].report if "treatment" in board.panels else None
@@ -404,8 +416,10 @@ STATUS_LINE_KINDS: frozenset[EventKind] = frozenset(
     {
         EventKind.STATUS,
         EventKind.CANCELLED,
-        # The LLM turns: their tokens, cost and fallbacks are on the status line.
+        # The LLM turns: their tokens, cost and fallbacks are on the status line, and so is a
+        # round-end budget check.
         EventKind.MESSAGE,
+        EventKind.CONSENSUS,
         EventKind.CRITIQUE,
         EventKind.DRAFT,
         EventKind.VOTE,

@@ -21,7 +21,7 @@ from clinical.applicability import case_facts
 from clinical.calculators import derive_all, staging_summary
 from clinical.vocab import EventKind
 from consult.engine import prompting
-from consult.engine.accounting import Account, Turn, account
+from consult.engine.accounting import Account, Turn, account, budget_note, joined
 from consult.engine.aio import run_coroutine
 from consult.engine.deliberation import Cancelled, Deliberation, EngineConfig
 from consult.engine.protocols import EngineEvent
@@ -35,6 +35,7 @@ from consult.learning import DbExperience, recalled
 from consult.models import (
     AgentMessage,
     Consultation,
+    ConsultationEvent,
     ConsultationStatus,
     DossierStatus,
     EngineChoice,
@@ -96,6 +97,7 @@ def consultation_start(
     dossier: LesionDossier,
     engine: str = EngineChoice.GUIDELINE,
     max_rounds: int = 3,
+    budget_short: str = "stop",
     enqueue: bool = True,
     idempotency_key: uuid.UUID | None = None,
 ) -> Consultation:
@@ -123,6 +125,7 @@ def consultation_start(
     weights = forces["weights"]
     config = EngineConfig(  # validates the limits
         max_rounds=max_rounds,
+        budget_short=budget_short or "stop",
         experience_k=django_settings.MEMORY_TOP_K,
         weight_offsets=weights["offsets"],
     )
@@ -134,6 +137,7 @@ def consultation_start(
         idempotency_key=idempotency_key,
         config={
             "max_rounds": config.max_rounds,
+            "budget_short": config.budget_short,
             "agreement": config.agreement,
             "wall_clock_s": config.wall_clock_s,
             "experience_k": config.experience_k,
@@ -232,9 +236,10 @@ def _end(
     note = ""
     if consultation.engine == EngineChoice.LLM:
         spent = llm_account(consultation)
-        note = spent.note
+        budget = _budget_decision(consultation)
+        note = joined(spent.note, budget_note(budget))
         if plan is not None:
-            plan = {**plan, "llm": spent.as_dict()}
+            plan = {**plan, "llm": {**spent.as_dict(), "note": note, "budget": budget or None}}
     if plan is not None:
         Plan.objects.create(
             consultation=consultation, payload=plan, content_hash=payload_hash(plan)
@@ -292,6 +297,19 @@ def llm_account(consultation: Consultation) -> Account:
         )
         for number, role, kind, model, prompt, completion, cost, fallback in rows
     )
+
+
+def _budget_decision(consultation: Consultation) -> dict[str, Any]:
+    """The last round-end budget check that found the budget short ({} if none did)."""
+    payload = (
+        ConsultationEvent.objects.filter(
+            consultation=consultation, kind=EventKind.CONSENSUS, payload__has_key="budget"
+        )
+        .order_by("-seq")
+        .values_list("payload", flat=True)
+        .first()
+    )
+    return dict((payload or {}).get("budget") or {})
 
 
 def consultation_run(*, consultation_id: int) -> str:
@@ -362,9 +380,11 @@ def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
             raise LLMNotConfigured(NO_LLM)
         from consult.llm import Budget, LLMClient
 
-        llm = LLMClient(
-            settings, Budget(tokens=settings.token_budget, cost_usd=settings.cost_budget_usd)
-        )
+        budget = Budget(tokens=settings.token_budget, cost_usd=settings.cost_budget_usd)
+        # A resumed run goes on with what the run before it spent, not a fresh allowance.
+        budget.tokens_used = consultation.tokens_prompt + consultation.tokens_completion
+        budget.cost_used = float(consultation.cost_usd)
+        llm = LLMClient(settings, budget)
         provider = LLMProvider(llm, addenda=consultation.config.get("prompt_addenda") or {})
     store = DbStepStore(consultation.pk)
     Consultation.objects.filter(pk=consultation.pk).update(engine_label=provider.name)
