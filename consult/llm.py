@@ -638,7 +638,7 @@ def wire_schema(schema: type[pydantic.BaseModel]) -> dict[str, Any]:
     without annotations, the top-level title kept as the message's name. pydantic still
     validates every reply against the model itself."""
     full = schema.model_json_schema()
-    stripped = _strip(full)
+    stripped: dict[str, Any] = _strip(full)
     if "title" in full:
         stripped = {"title": full["title"], **stripped}
     return stripped

@@ -108,6 +108,12 @@ def compact(value: Any) -> Any:
     return value
 
 
+def compact_dict(value: Mapping[str, Any]) -> dict[str, Any]:
+    """``compact`` of a mapping, typed as one."""
+    kept: dict[str, Any] = compact(value)
+    return kept
+
+
 def case_for(role: str, case: Mapping[str, Any]) -> dict[str, Any]:
     """The sections of the case ``role`` needs, without empty fields."""
     sections = CASE_SECTIONS.get(role, _DEFAULT_SECTIONS)
@@ -115,7 +121,7 @@ def case_for(role: str, case: Mapping[str, Any]) -> dict[str, Any]:
     extra = (
         () if role not in ("diagnostic", "treatment") else tuple(k for k in case if k not in _KNOWN)
     )
-    return compact({k: case[k] for k in (*sections, *extra) if k in case})
+    return compact_dict({k: case[k] for k in (*sections, *extra) if k in case})
 
 
 def _without_identity(patient: Any) -> Any:
@@ -167,7 +173,7 @@ def report_brief(report: Any) -> dict[str, Any]:
     """A member's report as another member reads it: its conclusion, its items (by their
     exact descriptions, which reviews and votes name) and their evidence ids."""
     data = report.model_dump(mode="json")
-    return compact(
+    return compact_dict(
         {
             "conclusion": data.get("conclusion"),
             "claims": [
@@ -193,7 +199,7 @@ def report_brief(report: Any) -> dict[str, Any]:
 def draft_brief(draft: Any) -> dict[str, Any]:
     """The draft plan as a voter reads it: summary, intent, its items by exact description."""
     data = draft.model_dump(mode="json")
-    return compact(
+    return compact_dict(
         {
             "summary": data.get("summary"),
             "intent": data.get("intent"),
