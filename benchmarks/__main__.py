@@ -59,6 +59,7 @@ from benchmarks import (  # noqa: E402
     report,
     retrieval,
     textreaders,
+    tokens,
 )
 
 
@@ -81,6 +82,7 @@ def main() -> None:
         "fhir": fhir.run,
         "retrieval": retrieval.run_quality,
         "engine": lambda: engine.run(quick=quick),
+        "tokens": tokens.run,
         "board": board.run,
         "journal": journal.run,
         "report": report.run,

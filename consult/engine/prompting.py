@@ -19,7 +19,10 @@ from consult.engine.protocols import Evidence
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 ROLE_PROMPTS = CORE_ROLES
-ALL_PROMPTS = (*ROLE_PROMPTS, "specialist", "reviewer", "coordinator", "voter", "common")
+ALL_PROMPTS = (*ROLE_PROMPTS, "specialist", "reviewer", "coordinator", "voter", "common", "turn")
+# Turns that judge what others wrote (a review, a vote, the round's summary) start with the short
+# common part ("turn"); a member's own report with the full one ("common").
+SHORT_COMMON = frozenset({"reviewer", "voter", "coordinator"})
 
 
 @cache
@@ -52,7 +55,8 @@ def system_prompt(name: str, role: str, addenda: Mapping[str, str] | None = None
     """The system prompt of a turn: the common part and the named prompt, each with its
     approved addendum when a database version is in force."""
     addenda = addenda or {}
-    common = with_addendum(load("common"), addenda.get("common", ""))
+    base = "turn" if name in SHORT_COMMON else "common"
+    common = with_addendum(load(base), addenda.get(base, ""))
     # The common part first: every member's prompt starts with the same text (a prefix cache
     # hit). "ROLE:" lets logs, tests and stub servers tell the turns apart without prose.
     return f"{common}\n\nROLE: {role}\n\n{with_addendum(load(name), addenda.get(name, ''))}"
@@ -197,14 +201,15 @@ def report_brief(report: Any) -> dict[str, Any]:
 
 
 def draft_brief(draft: Any) -> dict[str, Any]:
-    """The draft plan as a voter reads it: summary, intent, its items by exact description."""
+    """The draft plan as a voter reads it: summary, intent, its items by exact description
+    (the drugs are in the description; an alternative's "when" is in the summary)."""
     data = draft.model_dump(mode="json")
     return compact_dict(
         {
             "summary": data.get("summary"),
             "intent": data.get("intent"),
             "components": [
-                {k: c.get(k) for k in ("description", "role", "rank", "when", "agents")}
+                {k: c.get(k) for k in ("description", "role", "rank")}
                 for c in data.get("components") or ()
             ],
             "rejected": [r.get("option") for r in data.get("rejected") or ()],
