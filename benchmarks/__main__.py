@@ -58,6 +58,7 @@ from benchmarks import (  # noqa: E402
     parsers,
     report,
     retrieval,
+    startup,
     textreaders,
     tokens,
 )
@@ -83,6 +84,7 @@ def main() -> None:
         "retrieval": retrieval.run_quality,
         "engine": lambda: engine.run(quick=quick),
         "tokens": tokens.run,
+        "startup": startup.run,
         "board": board.run,
         "journal": journal.run,
         "report": report.run,
