@@ -236,7 +236,8 @@ def cited_ids(report: Any) -> set[str]:
 def concerning(evidence: Sequence[Evidence], report: Any) -> list[Evidence]:
     """The units of a reviewer's evidence that bear on ``report``: a safety rule only when it
     names a drug or modality the report proposes (or names none: a rule about the patient),
-    every other unit as it is. A rule about drugs nobody proposed has nothing to review."""
+    every other unit once it is decided whether it applies. A rule about drugs nobody proposed
+    has nothing to review."""
     proposed = {
         name.lower() for c in report.components for name in (*c.agents, str(c.modality)) if name
     }
@@ -245,7 +246,10 @@ def concerning(evidence: Sequence[Evidence], report: Any) -> list[Evidence]:
     for e in evidence:
         action = e.action
         if action.get("type") != "safety":
-            kept.append(e)
+            # A therapy step or staging rule that waits for missing data says nothing about
+            # this proposal yet (its member asks for the data in its own report).
+            if e.applies is not None:
+                kept.append(e)
             continue
         names = [str(n).lower() for n in (*action.get("agents", ()), *action.get("modalities", ()))]
         if not names or any(n in proposed or n in words for n in names):
