@@ -201,12 +201,12 @@ def report_brief(report: Any) -> dict[str, Any]:
 
 
 def draft_brief(draft: Any) -> dict[str, Any]:
-    """The draft plan as a voter reads it: summary, intent, its items by exact description
-    (the drugs are in the description; an alternative's "when" is in the summary)."""
+    """The draft plan as a voter reads it: intent and its items by exact description (the
+    drugs are in the description), what it rules out, the monitoring."""
     data = draft.model_dump(mode="json")
     return compact_dict(
         {
-            "summary": data.get("summary"),
+            # No summary: it is written from these items, and would say them twice.
             "intent": data.get("intent"),
             "components": [
                 {k: c.get(k) for k in ("description", "role", "rank")}
@@ -255,3 +255,21 @@ def concerning(evidence: Sequence[Evidence], report: Any) -> list[Evidence]:
         if not names or any(n in proposed or n in words for n in names):
             kept.append(e)
     return kept
+
+
+def report_gist(report: Any) -> dict[str, Any]:
+    """A member's report as the Coordinator summarises it: the conclusion, the items proposed,
+    the constraints raised and the data asked for (the evidence behind them is the members')."""
+    data = report.model_dump(mode="json")
+    return compact_dict(
+        {
+            "conclusion": data.get("conclusion"),
+            "components": [
+                f"{c.get('description')} ({c.get('role')})" for c in data.get("components") or ()
+            ],
+            "constraints": [
+                f"{c.get('severity')}: {c.get('text')}" for c in data.get("constraints") or ()
+            ],
+            "needs_data": data.get("needs_data"),
+        }
+    )

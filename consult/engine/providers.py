@@ -222,7 +222,7 @@ class LLMProvider:
             ),
             "derived_staging": prompting.compact(dict(inp.staging)),
             "round": inp.round,
-            "reports": {role: prompting.report_brief(r) for role, r in inp.reports.items()},
+            "reports": {role: prompting.report_gist(r) for role, r in inp.reports.items()},
             "critiques": [
                 prompting.compact(
                     {
