@@ -141,6 +141,14 @@ class Intent(StrEnum):
     ABSTAIN = "abstain"
 
 
+INTENT_LABELS: Final[dict[str, str]] = {
+    Intent.CURATIVE: "Curative",
+    Intent.PALLIATIVE: "Palliative",
+    Intent.SURVEILLANCE: "Surveillance",
+    Intent.ABSTAIN: "Abstention (outside the guidelines modelled)",
+}
+
+
 class UnitIntent(StrEnum):
     """The intent of a knowledge unit's therapy step: a plan's, or supportive care."""
 
@@ -160,6 +168,15 @@ class ComponentRole(StrEnum):
 
     PRIMARY = "primary"
     ALTERNATIVE = "alternative"
+
+
+COMPONENT_ROLE_LABELS: Final[dict[str, str]] = {
+    ComponentRole.PRIMARY: "Recommended pathway",
+    ComponentRole.ALTERNATIVE: "Alternative",
+}
+# A clinician's amendment may also move an item out of the plan, as an option ruled out.
+RULED_OUT: Final = "rejected"
+RULED_OUT_LABEL: Final = "Ruled out"
 
 
 class Severity(StrEnum):
@@ -209,12 +226,31 @@ class ResponseAnchor(StrEnum):
     OTHER = "other"
 
 
+# Spellings of the criteria met in plans and case files, by their casefold; "other" is shown
+# as a dash (no named criteria).
+RESPONSE_ANCHOR_LABELS: Final[dict[str, str]] = {
+    **{a.value.casefold(): a.value for a in ResponseAnchor if a is not ResponseAnchor.OTHER},
+    "recist": ResponseAnchor.RECIST.value,
+    ResponseAnchor.OTHER.value: "—",
+    "": "—",
+}
+
+
 class GateStatus(StrEnum):
     """A safety rule checked against the plan: ``pass`` only when recorded data satisfy it."""
 
     PASS = "pass"  # noqa: S105 - a gate status, not a password
     FAIL = "fail"
     UNKNOWN = "unknown"
+
+
+# Words, never colour alone: the word and the symbol both say the result; in the order a
+# reader should see them (failed first).
+GATE_STATUS_LABELS: Final[dict[str, tuple[str, str]]] = {
+    GateStatus.FAIL: ("Failed", "✗"),
+    GateStatus.UNKNOWN: ("Not checked", "?"),
+    GateStatus.PASS: ("Passed", "✓"),
+}
 
 
 class GateEffect(StrEnum):

@@ -17,9 +17,14 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 
 class BundleRetriever:
-    def __init__(self, bundle: Bundle) -> None:
+    def __init__(self, bundle: Bundle, *, facts: Mapping[str, Any] | None = None) -> None:
         self.bundle = bundle
+        # The case's facts computed once (clinical.frozen); without them, from the case.
+        self.frozen_facts = facts
         self.sources = {s.key: s for s in bundle.sources}
+
+    def _facts(self, case: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self.frozen_facts if self.frozen_facts is not None else case_facts(case)
 
     def _evidence(self, unit: UnitSpec, facts: Mapping[str, Any], score: float = 0.0) -> Evidence:
         content = unit_content(unit)
@@ -56,7 +61,7 @@ class BundleRetriever:
         case: Mapping[str, Any],
         everything: bool = False,
     ) -> list[Evidence]:
-        facts = case_facts(case)
+        facts = self._facts(case)
         found = [self._evidence(u, facts) for u in self._scope(cancer_type, kinds)]
         return [e for e in found if everything or e.applies is not False]
 
@@ -66,7 +71,7 @@ class BundleRetriever:
         """The therapy steps of the cancer type itself that do not apply to the case."""
         if "therapy_step" not in kinds:
             return []
-        facts = case_facts(case)
+        facts = self._facts(case)
         units = [
             u
             for u in self._scope(cancer_type, ("therapy_step",))
@@ -81,7 +86,7 @@ class BundleRetriever:
         # Word overlap stands in for hybrid retrieval here; the database retriever is the real
         # one. Good enough to exercise the engine's handling of ranked hits.
         words = set(_WORD.findall(query.lower()))
-        facts = case_facts(case)
+        facts = self._facts(case)
         scored = []
         for unit in self._scope(cancer_type, kinds):
             text = set(_WORD.findall(f"{unit.title} {unit.text}".lower()))

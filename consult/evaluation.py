@@ -7,8 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from clinical.applicability import case_facts
-from clinical.calculators import derive_all, staging_summary
+from clinical.frozen import freeze
 from consult.bundle_retriever import BundleRetriever
 from consult.engine.deliberation import Deliberation, EngineConfig
 from consult.engine.protocols import MemoryStore
@@ -85,11 +84,12 @@ def primary_failures(plan: Mapping[str, Any], expected: Mapping[str, Any]) -> li
 def plan_offline(case: Mapping[str, Any], bundle: Any, *, max_rounds: int = 3) -> dict[str, Any]:
     """The guideline engine's plan for a validated case over a knowledge-base bundle held in
     memory (the same applicability rules as the database retriever)."""
+    frozen = freeze(case)  # computed once, as a submitted snapshot's
     deliberation = Deliberation(
         case=case,
-        facts=case_facts(case),
-        staging=staging_summary(derive_all(case)),
-        retriever=BundleRetriever(bundle),
+        facts=frozen.facts,
+        staging=frozen.staging,
+        retriever=BundleRetriever(bundle, facts=frozen.facts),
         store=MemoryStore(),
         provider=GuidelineProvider(),
         config=EngineConfig(max_rounds=max_rounds, cancel_poll_s=0.05),

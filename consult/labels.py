@@ -1,6 +1,9 @@
-"""Clinical labels for the facts a knowledge unit can test: what a clinician reads instead of
-``organ_function.lvef_pct`` or ``derived.albi_grade``; and ``clinical_text``, the engine's and
-the members' prose with such names (and knowledge-base unit ids) rewritten as clinical words."""
+"""The clinical words of plans, in one place, for every page, the PDF and the rating packets:
+the labels of the facts a knowledge unit can test (what a clinician reads instead of
+``organ_function.lvef_pct`` or ``derived.albi_grade``), of the board's members, staging systems,
+intents, response criteria, gate results and effects; and ``clinical_text``, the engine's and the
+members' prose with such names (and knowledge-base unit ids) rewritten as clinical words. The
+names themselves, with their short labels, are the core's enums (``clinical.vocab``)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,15 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any
 
-from clinical.vocab import PHASE_LABELS, ROLE_LABELS, STAGING_LABELS
+from clinical.vocab import (
+    GATE_STATUS_LABELS,
+    INTENT_LABELS,
+    PHASE_LABELS,
+    RESPONSE_ANCHOR_LABELS,
+    ROLE_LABELS,
+    STAGING_LABELS,
+    GateEffect,
+)
 from consult.casefile.fields import FIELDS
 
 DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
@@ -76,6 +87,51 @@ DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
         "derived.allergies_unmapped": "Allergies not matched to a drug class",
     }
 )
+
+
+# What the gate did to the plan, in words.
+GATE_EFFECT_WORDS: Mapping[str, str] = MappingProxyType(
+    {
+        GateEffect.REMOVED: "Removed from the plan.",
+        GateEffect.WITHDRAWN: "Given without the contraindicated drug.",
+        GateEffect.HELD: "Kept only as an alternative, for when this no longer applies.",
+        GateEffect.DEMOTED: "Waits for this; a safer option goes first.",
+        GateEffect.PRECONDITION: "Given with the action the rule requires.",
+        GateEffect.DOSE: "Given at the adjusted dose.",
+        GateEffect.WARNING: "Given, with a warning.",
+        GateEffect.CLEAR: "Checked: does not apply to this patient.",
+        GateEffect.NEEDS_DATA: "Cannot be checked until the data below is recorded.",
+        GateEffect.CHECKED: "Checked for this patient, whatever the plan.",
+    }
+)
+
+
+def role_label(role: Any) -> str:
+    """A member of the board by name ("radiation_oncology" -> "Radiation oncology")."""
+    name = str(role or "")
+    return ROLE_LABELS.get(name, name.replace("_", " ").capitalize())
+
+
+def staging_label(key: str) -> str:
+    """A staging system or score by name ("bclc" -> "BCLC stage")."""
+    return STAGING_LABELS.get(key) or key.replace("_", " ").capitalize()
+
+
+def intent_label(intent: Any, *, missing: str = "Not stated") -> str:
+    """A plan's intent in words; ``missing`` when the plan gives none (or one not known)."""
+    return INTENT_LABELS.get(str(intent or ""), missing)
+
+
+def anchor_label(anchor: Any) -> str:
+    """The response criteria of a monitoring item as written ("recist" -> "RECIST 1.1")."""
+    text = str(anchor or "")
+    return RESPONSE_ANCHOR_LABELS.get(text.casefold(), text)
+
+
+def gate_status_label(status: Any) -> tuple[str, str]:
+    """A gate's result as (word, symbol): never colour alone."""
+    text = str(status or "")
+    return GATE_STATUS_LABELS.get(text, (text.capitalize(), "?"))
 
 
 @cache

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from clinical.calculators import derive_all, staging_summary
+from clinical.results import CalcValue
 from consult.engine.aio import run_coroutine
 from consult.engine.prompting import load
 from consult.engine.protocols import PastCase
@@ -85,11 +86,13 @@ def _words(value: Any) -> str:
     return str(value).replace("_", " ")
 
 
-def case_text(case: Mapping[str, Any]) -> str:
+def case_text(case: Mapping[str, Any], staging: Mapping[str, CalcValue] | None = None) -> str:
     """The case as the memory recalls it: cancer, staging (derived), the facts recorded (never
-    the pseudonym or free-text descriptions), and the MDT question. Deterministic."""
+    the pseudonym or free-text descriptions), and the MDT question. Deterministic. A
+    submitted case gives the staging frozen with its snapshot; without it, it is derived."""
     parts = [str(case.get("cancer_type") or "other").replace("_", " ")]
-    staging = staging_summary(derive_all(case))
+    if staging is None:
+        staging = staging_summary(derive_all(case))
     derived = [f"{k.replace('_', ' ')} {v}" for k, v in sorted(staging.items()) if v is not None]
     if derived:
         parts.append("derived: " + "; ".join(derived))
@@ -280,7 +283,7 @@ def _llm_reflection(user: Mapping[str, Any]) -> tuple[dict[str, str], str] | Non
 
 def chain_fields(
     *,
-    case: Mapping[str, Any],
+    case_summary: str,
     board: Mapping[str, Any],
     correct_text: str,
     reason: str,
@@ -289,7 +292,7 @@ def chain_fields(
     """The ChainKB fields and who wrote them."""
     by_llm = _llm_reflection(
         {
-            "case_summary": case_text(case),
+            "case_summary": case_summary,
             "board_plan": plan_text(board),
             "board_conflicts": [c.get("resolution") for c in board.get("conflicts") or []],
             "board_gates": [
@@ -335,6 +338,7 @@ def experience_from_review(*, review_id: int) -> int | None:
     ):
         return None  # a rejection for a reason of record-keeping teaches nothing
     case = consultation.snapshot.data
+    staging = consultation.snapshot.frozen.staging
     versions = {v.number: v for v in plan_versions(consultation=consultation)}
     decided = versions.get(review.plan_number)
     if decided is None:
@@ -345,7 +349,7 @@ def experience_from_review(*, review_id: int) -> int | None:
         "case_ref": consultation.dossier_id,
         "judged_by_ref": review.reviewer_id,
         "cancer_type": str(case.get("cancer_type") or "other"),
-        "case_summary": case_text(case),
+        "case_summary": case_text(case, staging),
         "question": str(case.get("question") or ""),
     }
     if review.decision == Decision.ACCEPT:
@@ -374,7 +378,11 @@ def experience_from_review(*, review_id: int) -> int | None:
         source = EntrySource.REVIEW_REJECT
     signals = correction_signals(board, correct, review.reason, str(review.decision))
     fields, written_by = chain_fields(
-        case=case, board=board, correct_text=correct_text, reason=review.reason, signals=signals
+        case_summary=common["case_summary"],
+        board=board,
+        correct_text=correct_text,
+        reason=review.reason,
+        signals=signals,
     )
     draft = EntryDraft(
         source=source,
@@ -441,6 +449,7 @@ def _experience_from_vetted_rating(*, rating_id: int) -> int | None:
     mean = sum(scores.values()) / len(scores)
     safety = scores.get("safety_ethics", 5)
     case = packet.consultation.snapshot.data
+    staging = packet.consultation.snapshot.frozen.staging
     board = packet.plan.payload
     common: dict[str, Any] = {
         "source_ref": f"rating:{rating.pk}",
@@ -448,7 +457,7 @@ def _experience_from_vetted_rating(*, rating_id: int) -> int | None:
         "case_ref": packet.consultation.dossier_id,
         "judged_by_ref": rating.assignment.rater_id,
         "cancer_type": str(case.get("cancer_type") or "other"),
-        "case_summary": case_text(case),
+        "case_summary": case_text(case, staging),
         "question": str(case.get("question") or ""),
     }
     if mean <= POOR_MEAN or safety <= POOR_SAFETY:
@@ -458,7 +467,7 @@ def _experience_from_vetted_rating(*, rating_id: int) -> int | None:
         )
         signals = correction_signals(board, comparator, reason, "rating")
         fields, written_by = chain_fields(
-            case=case,
+            case_summary=common["case_summary"],
             board=board,
             correct_text=plan_text(comparator),
             reason=reason,
@@ -497,12 +506,18 @@ def brief(summary: str) -> str:
 class DbExperience:
     """The engine's ExperienceRetriever over the database memory (CorrectKB and ChainKB
     together): the k most similar past cases of the same cancer, each with its lesson and a
-    brief of the case (the plan that records them is read by the patient's team)."""
+    brief of the case (the plan that records them is read by the patient's team). ``staging``:
+    the one frozen with the snapshot under deliberation."""
+
+    def __init__(self, *, staging: Mapping[str, CalcValue] | None = None) -> None:
+        self.staging = staging
 
     def similar(self, *, case: Mapping[str, Any], k: int) -> list[PastCase]:
         try:
             found = experience_similar(
-                text=case_text(case), cancer_type=str(case.get("cancer_type") or "other"), k=k
+                text=case_text(case, self.staging),
+                cancer_type=str(case.get("cancer_type") or "other"),
+                k=k,
             )
         except EmbeddingError as exc:
             # The board deliberates without memory rather than not at all.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from clinical.frozen import FrozenFacts
 from clinical.vocab import CANCER_TYPE_LABELS, CancerType
 from mdtboard.accounts.models import Team
 
@@ -78,14 +79,31 @@ class LesionDossier(models.Model):
         return str(self.data.get("question") or "")
 
 
+class FactsOrigin(models.TextChoices):
+    SUBMISSION = "submission", "computed when the dossier was submitted"
+    RECOMPUTE = "recompute", "recomputed at a clinician's request"
+    BACKFILL = "backfill", "computed at an upgrade (the snapshot predates frozen facts)"
+
+
 class DossierSnapshot(models.Model):
-    """The dossier exactly as submitted. Immutable (the database refuses UPDATE and DELETE);
-    consultations reference a snapshot, so a later edit never changes what was deliberated."""
+    """The dossier exactly as submitted, with the facts derived from it then. Immutable (the
+    database refuses UPDATE and DELETE); consultations reference a snapshot, so a later edit
+    never changes what was deliberated, and a later calculator never changes what it shows.
+
+    ``facts`` is the ``mdtboard.facts/1`` document of ``clinical.frozen`` (the calculators'
+    results, every fact a rule reads, the version of the code that computed them); every page,
+    report and export reads it (``frozen``) instead of computing the facts again."""
 
     dossier = models.ForeignKey(LesionDossier, on_delete=models.PROTECT, related_name="snapshots")
     number = models.PositiveIntegerField()
     data = models.JSONField()
     content_hash = models.CharField(max_length=64, db_index=True)
+    facts = models.JSONField(default=dict)
+    facts_version = models.CharField(max_length=64, blank=True)
+    facts_hash = models.CharField(max_length=64, blank=True)
+    facts_origin = models.CharField(
+        max_length=16, choices=FactsOrigin.choices, default=FactsOrigin.SUBMISSION
+    )
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
@@ -101,6 +119,11 @@ class DossierSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dossier.case_id} v{self.number} ({self.content_hash[:12]})"
+
+    @property
+    def frozen(self) -> FrozenFacts:
+        """The facts as computed when the snapshot was made."""
+        return FrozenFacts.from_json(self.facts)
 
 
 # --- consultations ------------------------------------------------------------------------

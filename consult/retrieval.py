@@ -62,8 +62,10 @@ class DbRetriever:
     """The engine calls ``retrieve`` from a worker thread (asyncio.to_thread), once for the
     whole panel: one connection, closed when done, and one embedding call for every query."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, facts: Mapping[str, Any] | None = None) -> None:
         self.used_version_ids: set[int] = set()
+        # The snapshot's frozen facts (clinical.frozen); without them, computed from the case.
+        self.facts = facts
 
     def retrieve(
         self,
@@ -86,7 +88,7 @@ class DbRetriever:
         requests: Sequence[EvidenceRequest],
         k: int,
     ) -> dict[str, Retrieved]:
-        facts = case_facts(case)
+        facts = self.facts if self.facts is not None else case_facts(case)
         kinds = sorted({kind for request in requests for kind in request.kinds})
         # Each unit in scope is judged against the patient once, for every member: a ranked
         # hit is the same evidence with its search score.

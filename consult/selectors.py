@@ -14,6 +14,8 @@ from consult.journal import lease
 from consult.models import (
     Consultation,
     ConsultationStatus,
+    DossierSnapshot,
+    DossierStatus,
     FhirImport,
     LesionDossier,
     Patient,
@@ -21,6 +23,7 @@ from consult.models import (
 from knowledge.cases import Case
 from mdtboard.accounts.models import Team
 from mdtboard.accounts.roles import Role, has_role, is_admin
+from mdtboard.audit.hashing import payload_hash
 
 
 def _require_clinical_role(user: Any) -> None:
@@ -78,6 +81,17 @@ def dossier_get(*, user: Any, pk: int) -> LesionDossier:
         )
     except LesionDossier.DoesNotExist as exc:
         raise Http404("No such dossier") from exc
+
+
+def dossier_frozen_snapshot(*, dossier: LesionDossier) -> DossierSnapshot | None:
+    """The snapshot whose frozen facts describe the dossier as it stands: its latest, when the
+    dossier is submitted and unchanged since. None for a draft (its facts are not frozen yet)."""
+    if dossier.status != DossierStatus.SUBMITTED:
+        return None
+    latest = dossier.snapshots.order_by("-number").first()
+    if latest is None or latest.content_hash != payload_hash(dossier.data):
+        return None
+    return latest
 
 
 def dossier_fhir_import(*, dossier: LesionDossier) -> FhirImport | None:

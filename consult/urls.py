@@ -20,6 +20,7 @@ urlpatterns = [
         name="dossier-check-field",
     ),
     path("dossiers/<int:pk>/submit/", views.dossier_submit_view, name="dossier-submit"),
+    path("dossiers/<int:pk>/recompute/", views.dossier_recompute_view, name="dossier-recompute"),
     path("dossiers/<int:pk>/export.json", views.dossier_export_view, name="dossier-export"),
     path(
         "dossiers/<int:pk>/export.fhir.json",

@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from clinical.calculators import derive_all
+from clinical.frozen import FACTS_VERSION
 from consult import selectors
 from consult.casefile.fields import SECTIONS, get_field
 from consult.casefile.schema import SCHEMA_PATH
@@ -52,6 +53,7 @@ from consult.services.dossiers import (
     dossier_version,
     dossier_warnings,
     draft_case,
+    snapshot_recompute,
 )
 from consult.services.fhir import FHIR_ALONE, fhir_upload_preview, upload_is_fhir
 from consult.views_fhir import render_preview
@@ -151,7 +153,11 @@ def dossier_create_view(request: AuthedRequest) -> HttpResponse:
 def dossier_detail(request: AuthedRequest, pk: int) -> HttpResponse:
     dossier = selectors.dossier_get(user=request.user, pk=pk)
     audit_record(action="dossier.view", actor=request.user, obj=dossier)
-    derived = derive_all(dossier.data)
+    # A submitted dossier shows the facts frozen with its snapshot (what the board deliberated
+    # on); a draft, the facts its content gives now (nothing is frozen until it is submitted).
+    frozen_in = selectors.dossier_frozen_snapshot(dossier=dossier)
+    frozen = frozen_in.frozen if frozen_in is not None else None
+    derived = frozen.derived if frozen is not None else derive_all(dossier.data)
     context = {
         "dossier": dossier,
         "sections": case_sections(dossier.data),
@@ -159,6 +165,9 @@ def dossier_detail(request: AuthedRequest, pk: int) -> HttpResponse:
             (key, fact_label(f"derived.{key}"), fact, _shown(fact.value))
             for key, fact in derived.items()
         ],
+        "frozen_in": frozen_in,
+        "facts_outdated": frozen is not None and not frozen.current,
+        "facts_version": FACTS_VERSION,
         "warnings": dossier_warnings(dossier),
         "snapshots": dossier.snapshots.all(),
         "consultations": selectors.consultations_for_dossier(dossier=dossier),
@@ -310,6 +319,24 @@ def dossier_submit_view(request: AuthedRequest, pk: int) -> HttpResponse:
         return redirect("consult:dossier-detail", pk=pk)
     messages.success(
         request, f"Submitted as snapshot {snapshot.number} ({snapshot.content_hash[:12]})."
+    )
+    return redirect("consult:dossier-detail", pk=pk)
+
+
+@require_POST
+@role_required(Role.CLINICIAN, Role.ADMIN)
+def dossier_recompute_view(request: AuthedRequest, pk: int) -> HttpResponse:
+    """Compute the frozen facts again with today's calculators, as a new snapshot."""
+    dossier = selectors.dossier_get(user=request.user, pk=pk)
+    try:
+        snapshot = snapshot_recompute(actor=request.user, dossier=dossier)
+    except DossierError as exc:
+        messages.error(request, str(exc))
+        return redirect("consult:dossier-detail", pk=pk)
+    messages.success(
+        request,
+        f"Facts recomputed as snapshot {snapshot.number}; consultations on earlier snapshots "
+        "keep the facts they were made with.",
     )
     return redirect("consult:dossier-detail", pk=pk)
 

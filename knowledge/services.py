@@ -46,6 +46,7 @@ from knowledge.models import (
 )
 from knowledge.safety_change import SafetyChange
 from knowledge.selectors import safety_change_of, version_safety_change
+from mdtboard.accounts.models import User
 from mdtboard.accounts.roles import Role, has_role, is_admin
 from mdtboard.audit.services import audit_record
 
@@ -111,7 +112,7 @@ HOTFIX_REASON_MIN_WORDS = 3
 _HOTFIX_REASON_MIN_DISTINCT = 8
 
 
-def _require_curator(actor: Any) -> None:
+def _require_curator(actor: User | None) -> None:
     # actor None is the system: a management command run by an operator with shell access.
     if actor is not None and not has_role(actor, Role.CURATOR, Role.ADMIN):
         raise KnowledgeError(NOT_A_CURATOR)
@@ -134,14 +135,14 @@ def hotfix_reason_error(reason: str) -> str | None:
     return None
 
 
-def hotfix_allowed_kind(*, actor: Any, kind: str) -> bool:
+def hotfix_allowed_kind(*, actor: User | None, kind: str) -> bool:
     """Curators hot-fix safety units only; an administrator any kind. Administrators manage accounts
     (they could make a second curator): restricting them would only stop their publishing
     bundle import, not protect anything."""
     return kind in SAFETY_KINDS or is_admin(actor)
 
 
-def _check_hotfix(*, actor: Any, version: UnitVersion, reason: str) -> None:
+def _check_hotfix(*, actor: User | None, version: UnitVersion, reason: str) -> None:
     if not hotfix_allowed_kind(actor=actor, kind=version.unit.kind):
         raise KnowledgeError(HOTFIX_NOT_SAFETY)
     error = hotfix_reason_error(reason)
@@ -171,7 +172,7 @@ def content_diff(
 
 
 @transaction.atomic
-def source_save(*, actor: Any, spec: SourceSpec) -> GuidelineSource:
+def source_save(*, actor: User | None, spec: SourceSpec) -> GuidelineSource:
     """Create or update a source by key."""
     _require_curator(actor)
     fields = spec.model_dump(exclude={"key"})
@@ -189,7 +190,7 @@ def source_save(*, actor: Any, spec: SourceSpec) -> GuidelineSource:
 
 
 def _new_version(
-    *, unit: KnowledgeUnit, spec: UnitSpec, actor: Any, status: str = VersionStatus.DRAFT
+    *, unit: KnowledgeUnit, spec: UnitSpec, actor: User | None, status: str = VersionStatus.DRAFT
 ) -> UnitVersion:
     content = unit_content(spec)
     digest = content_hash(content)
@@ -237,7 +238,7 @@ def _action_terms(spec: UnitSpec) -> list[str]:
 
 
 @transaction.atomic
-def unit_save_draft(*, actor: Any, spec: UnitSpec) -> UnitVersion:
+def unit_save_draft(*, actor: User | None, spec: UnitSpec) -> UnitVersion:
     """An edit: a new draft version of the unit (created if new). Nothing goes live."""
     _require_curator(actor)
     unit, created = KnowledgeUnit.objects.get_or_create(
@@ -278,7 +279,7 @@ _ACTOR = object()  # _request_open: who asked is the actor
 def _request_open(
     *,
     kind: ApprovalKind,
-    actor: Any,
+    actor: User | None,
     version: UnitVersion,
     reason: str,
     reasons: tuple[str, ...],
@@ -319,7 +320,7 @@ def _pending(version: UnitVersion, kind: ApprovalKind) -> ApprovalRequest | None
 
 
 def _request_close(
-    request: ApprovalRequest, *, actor: Any, status: ApprovalStatus, note: str = ""
+    request: ApprovalRequest, *, actor: User | None, status: ApprovalStatus, note: str = ""
 ) -> ApprovalRequest:
     request.status = status
     request.decided_by = actor if getattr(actor, "is_authenticated", False) else None
@@ -346,7 +347,7 @@ def _request_close(
     return request
 
 
-def _check_second_person(*, actor: Any, request: ApprovalRequest) -> None:
+def _check_second_person(*, actor: User | None, request: ApprovalRequest) -> None:
     """Four eyes: whoever decides is neither who asked nor, for a version, its author (nor,
     for a hot-fix, who published it). The system's requests (the seed load) need one person."""
     _require_curator(actor)
@@ -361,7 +362,7 @@ def _check_second_person(*, actor: Any, request: ApprovalRequest) -> None:
         raise KnowledgeError(OWN_VERSION_REVIEW)
 
 
-def _supersede_stale(*, actor: Any, unit: KnowledgeUnit, live: UnitVersion | None) -> None:
+def _supersede_stale(*, actor: User | None, unit: KnowledgeUnit, live: UnitVersion | None) -> None:
     """A publication or a retirement settles what waited on other versions of the unit: a
     version older than the one now live would roll the unit back, a retirement or a hot-fix
     review was about a version no longer live."""
@@ -385,7 +386,7 @@ def _supersede_stale(*, actor: Any, unit: KnowledgeUnit, live: UnitVersion | Non
 
 
 @transaction.atomic
-def version_submit(*, actor: Any, version: UnitVersion, reason: str = "") -> UnitVersion:
+def version_submit(*, actor: User | None, version: UnitVersion, reason: str = "") -> UnitVersion:
     """Send a draft to review. A version that weakens the published safety rule also opens a
     request that names who asked, the reason and what it weakens: the reviewer who publishes
     it approves it, and nobody who asked or wrote it can."""
@@ -418,7 +419,7 @@ def version_submit(*, actor: Any, version: UnitVersion, reason: str = "") -> Uni
 
 @transaction.atomic
 def version_publish(
-    *, actor: Any, version: UnitVersion, hotfix_reason: str = "", embed: bool = True
+    *, actor: User | None, version: UnitVersion, hotfix_reason: str = "", embed: bool = True
 ) -> UnitVersion:
     """Publish a version in review after review by someone other than its author; or, as a
     flagged hot-fix with a reason (safety alerts cannot wait for a second curator), one's own
@@ -537,7 +538,9 @@ def version_publish(
     return version
 
 
-def _retire_now(*, actor: Any, version: UnitVersion, reason: str, **extra: Any) -> UnitVersion:
+def _retire_now(
+    *, actor: User | None, version: UnitVersion, reason: str, **extra: Any
+) -> UnitVersion:
     version.status = VersionStatus.RETIRED
     version.retired_at = timezone.now()
     version.save(update_fields=["status", "retired_at"])
@@ -556,7 +559,9 @@ def _retire_now(*, actor: Any, version: UnitVersion, reason: str, **extra: Any) 
 
 
 @transaction.atomic
-def version_retire_request(*, actor: Any, version: UnitVersion, reason: str) -> ApprovalRequest:
+def version_retire_request(
+    *, actor: User | None, version: UnitVersion, reason: str
+) -> ApprovalRequest:
     """Ask to retire a published version. Nothing changes until someone other than who asked,
     a second curator or an administrator, approves (``approval_request_approve``): a
     retirement takes a rule out of every plan, and a retired version never comes back."""
@@ -588,7 +593,7 @@ def _locked_request(request: ApprovalRequest) -> ApprovalRequest:
 
 @transaction.atomic
 def approval_request_approve(
-    *, actor: Any, request: ApprovalRequest, note: str = ""
+    *, actor: User | None, request: ApprovalRequest, note: str = ""
 ) -> ApprovalRequest:
     """A second person approves: a retirement takes effect, a version is published (as its
     reviewer), a hot-fix is confirmed."""
@@ -621,7 +626,9 @@ def approval_request_approve(
 
 
 @transaction.atomic
-def approval_request_refuse(*, actor: Any, request: ApprovalRequest, note: str) -> ApprovalRequest:
+def approval_request_refuse(
+    *, actor: User | None, request: ApprovalRequest, note: str
+) -> ApprovalRequest:
     """A second person refuses, saying why: a retirement does not happen, a version waiting
     for publication goes back to draft; a refused hot-fix stays live (taking it back would
     itself weaken the rule: edit the unit, through review), marked as disputed."""
@@ -637,7 +644,7 @@ def approval_request_refuse(*, actor: Any, request: ApprovalRequest, note: str) 
 
 
 @transaction.atomic
-def approval_request_withdraw(*, actor: Any, request: ApprovalRequest) -> ApprovalRequest:
+def approval_request_withdraw(*, actor: User | None, request: ApprovalRequest) -> ApprovalRequest:
     """Who asked takes the request back: a version waiting for publication returns to draft."""
     _require_curator(actor)
     request = _locked_request(request)
@@ -821,7 +828,7 @@ def _too_deep(is_yaml: bool) -> str:
 
 @transaction.atomic
 def bundle_import(
-    *, actor: Any, bundle: Bundle, publish: bool = False, reason: str = ""
+    *, actor: User | None, bundle: Bundle, publish: bool = False, reason: str = ""
 ) -> BundleImportResult:
     """Import every source and unit of a bundle, all or nothing. Changed units become drafts
     in review; ``publish`` publishes them at once as a recorded, audited act.

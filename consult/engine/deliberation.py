@@ -25,7 +25,7 @@ from clinical.plan import (
     RejectedOption,
     SafetyBlock,
 )
-from clinical.vocab import SAFETY_KINDS, STAGING_KEYS, EventKind, Intent, StepKind
+from clinical.vocab import SAFETY_KINDS, STAGING_KEYS, EventKind, Intent, Phase, StepKind
 from consult.engine import guideline
 from consult.engine.abstention import abstain, without_situation_steps
 from consult.engine.consensus import (
@@ -83,7 +83,7 @@ from consult.engine.schemas import (
 MAX_ROUNDS_CAP = 5
 BUDGET_CHOICES = ("stop", "continue")
 _EMPTY = RoleReport(conclusion="", confidence=0)
-PHASES = ("acute_0_3m", "intermediate_3_12m", "long_term_12m_plus")
+PHASES: tuple[str, ...] = tuple(Phase)
 
 
 class Cancelled(Exception):

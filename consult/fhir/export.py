@@ -18,6 +18,7 @@ from typing import Any
 from fhir.resources.R4B.bundle import Bundle
 from fhir.resources.R4B.careplan import CarePlan
 
+from clinical.vocab import STAGING_LABELS
 from consult.casefile.fields import FIELDS, FIELDS_BY_PATH, FieldType
 from consult.fhir import codes as c
 
@@ -666,9 +667,11 @@ def plan_careplan(
     decision: str = "",
     dissent: str = "",
     plan_version: int = 1,
+    facts: str = "",
 ) -> dict[str, Any]:
     """The signed plan as a FHIR CarePlan: the pathway and alternatives as activities, the
-    MDT decision, dissent and the evidence as notes, validated by fhir.resources."""
+    MDT decision, dissent, the staging and the evidence as notes, validated by fhir.resources.
+    ``facts`` says where the staging comes from (the snapshot and its calculators)."""
     recommendation = plan.get("recommendation") or {}
     activities: list[dict[str, Any]] = []
     for component in recommendation.get("components") or []:
@@ -705,6 +708,17 @@ def plan_careplan(
     if dissent:
         notes.append({"text": f"Dissent recorded: {dissent}"})
     notes.append({"text": f"Signed by {signed_by} on {signed_at} (plan version {plan_version})."})
+    staging = [
+        f"{STAGING_LABELS.get(key, key)} {value}"
+        for key, value in (plan.get("staging") or {}).items()
+        if value is not None
+    ]
+    if staging:
+        # The plan's own staging block: derived when the dossier was submitted and frozen with
+        # its snapshot, so the export says what the board deliberated on.
+        notes.append(
+            {"text": f"Staging ({facts or 'as derived for the plan'}): " + "; ".join(staging)}
+        )
     for rejected in plan.get("rejected_options") or []:
         notes.append({"text": f"Not advised: {rejected.get('option')} — {rejected.get('reason')}"})
     for item in plan.get("evidence") or []:

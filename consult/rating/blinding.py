@@ -38,13 +38,8 @@ from typing import Any
 
 from clinical import lexicon
 from clinical.vocab import MODALITY_LABELS, PHASE_LABELS
-from consult.labels import fact_label, fact_labels
+from consult.labels import fact_label, fact_labels, intent_label
 
-INTENTS = {
-    "curative": "Curative",
-    "palliative": "Palliative",
-    "surveillance": "Surveillance",
-}
 ROLE_WORDS = (
     "diagnostic",
     "treatment",
@@ -396,7 +391,7 @@ def blind_plan(doc: Mapping[str, Any]) -> BlindPlan:
         key=lambda c: c.get("rank") or 99,
     )
     return BlindPlan(
-        intent=INTENTS.get(str(recommendation.get("intent") or ""), "Not stated"),
+        intent=intent_label(recommendation.get("intent")),
         pathway=tuple(_component(c, alternative=False) for c in pathway),
         alternatives=tuple(_component(c, alternative=True) for c in alternatives),
         not_advised=tuple(

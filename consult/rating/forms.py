@@ -9,12 +9,20 @@ from typing import Any
 
 from django import forms
 
-from clinical.vocab import PLAN_FORMAT, Intent, Modality, Phase, ResponseAnchor
+from clinical.vocab import (
+    COMPONENT_ROLE_LABELS,
+    INTENT_LABELS,
+    PLAN_FORMAT,
+    Intent,
+    Modality,
+    Phase,
+    ResponseAnchor,
+)
 from consult.rating.randomisation import ALLOWED_BLOCK_SIZES
 
 COMPONENT_ROWS = 8
 MONITORING_ROWS = 6
-ROLE_CHOICES = (("primary", "Recommended pathway"), ("alternative", "Alternative"))
+ROLE_CHOICES = tuple(COMPONENT_ROLE_LABELS.items())
 
 
 @dataclass
@@ -199,7 +207,7 @@ def minutes_value(text: str) -> tuple[int | None, str | None]:
 
 
 FORM_CHOICES = {
-    "intents": [("", "Not stated"), *[(i.value, i.value.capitalize()) for i in Intent]],
+    "intents": [("", "Not stated"), *[(i.value, INTENT_LABELS[i]) for i in Intent]],
     "roles": [("", "—"), *ROLE_CHOICES],
     "modalities": [("", "—"), *[(m.value, m.label) for m in Modality]],
     "phases": [("", "—"), *[(p.value, p.label) for p in Phase]],

@@ -8,7 +8,14 @@ from typing import Any
 
 from django import forms
 
-from clinical.vocab import PHASE_LABELS, Modality
+from clinical.vocab import (
+    COMPONENT_ROLE_LABELS,
+    INTENT_LABELS,
+    PHASE_LABELS,
+    RULED_OUT,
+    RULED_OUT_LABEL,
+    Modality,
+)
 from consult.review.models import Decision, PaperSize, ReasonKind
 from consult.review.services import (
     ANCHORS,
@@ -20,12 +27,8 @@ from consult.review.services import (
 from mdtboard.accounts.models import User
 
 MODALITY_CHOICES = [(m.value, m.label) for m in Modality]
-ROLE_CHOICES = [
-    ("primary", "Recommended pathway"),
-    ("alternative", "Alternative"),
-    ("rejected", "Ruled out"),
-]
-INTENT_CHOICES = [(i, i.capitalize()) for i in INTENTS]
+ROLE_CHOICES = [*COMPONENT_ROLE_LABELS.items(), (RULED_OUT, RULED_OUT_LABEL)]
+INTENT_CHOICES = [(i, INTENT_LABELS[i]) for i in INTENTS]
 PHASE_CHOICES = [(str(k), v) for k, v in PHASE_LABELS.items()]
 ANCHOR_CHOICES = [("", "—"), *((a, a) for a in ANCHORS if a != "other")]
 

@@ -16,30 +16,23 @@ from typing import Any
 
 from django.urls import reverse
 
-from clinical.vocab import PHASE_LABELS, RELEVANT_STAGING, STAGING_LABELS
+from clinical.vocab import GATE_STATUS_LABELS, PHASE_LABELS, RELEVANT_STAGING
 from consult.casefile.fields import get_field
 
 __all__ = ["clinical_text", "plan_diff", "recommendation_view"]
 from clinical.vocab import MODALITY_LABELS
 from consult.engine.guideline import relevant_staging
-from consult.labels import clinical_text, fact_label
+from consult.labels import (
+    GATE_EFFECT_WORDS,
+    anchor_label,
+    clinical_text,
+    fact_label,
+    gate_status_label,
+    staging_label,
+)
 
-# Words, never colour alone: the symbol and the word both say the result.
-GATE_STATUS = {
-    "fail": ("Failed", "✗"),
-    "unknown": ("Not checked", "?"),
-    "pass": ("Passed", "✓"),
-}
-STATUS_ORDER = {"fail": 0, "unknown": 1, "pass": 2}
-ANCHORS = {
-    "recist 1.1": "RECIST 1.1",
-    "recist": "RECIST 1.1",
-    "irecist": "iRECIST",
-    "mrecist": "mRECIST",
-    "lugano": "Lugano",
-    "other": "—",
-    "": "—",
-}
+# The order a reader sees gates in: failed first.
+STATUS_ORDER = {status: n for n, status in enumerate(GATE_STATUS_LABELS)}
 KNOWN_GATE_KEYS = {
     "gate",
     "status",
@@ -53,25 +46,9 @@ KNOWN_GATE_KEYS = {
     "effect",
     "action",
 }
-# What the gate did to the plan, in words (consult.engine.schemas.GateEffect).
-EFFECT_WORDS = {
-    "removed": "Removed from the plan.",
-    "withdrawn": "Given without the contraindicated drug.",
-    "held": "Kept only as an alternative, for when this no longer applies.",
-    "demoted": "Waits for this; a safer option goes first.",
-    "precondition": "Given with the action the rule requires.",
-    "dose": "Given at the adjusted dose.",
-    "warning": "Given, with a warning.",
-    "clear": "Checked: does not apply to this patient.",
-    "needs_data": "Cannot be checked until the data below is recorded.",
-}
 # Effects whose words the gate's detail usually says already.
 _SAID_BY_DETAIL = {"clear": "does not apply", "needs_data": "cannot be checked"}
 _NEED = re.compile(r"^(?P<fact>[a-z_]+\.[a-z0-9_]+)(?: \(for (?P<unit>[^)]+)\))?$")
-
-
-def humanise_key(key: str) -> str:
-    return STAGING_LABELS.get(key) or key.replace("_", " ").capitalize()
 
 
 @dataclass
@@ -148,7 +125,7 @@ class Gate:
 
 
 @dataclass
-class Phase:
+class MonitoringPhase:
     key: str
     label: str
     rows: list[dict[str, str]] = field(default_factory=list)
@@ -166,7 +143,7 @@ class Recommendation:
     staging: list[tuple[str, Any]]
     gates: list[Gate]
     flags: list[dict[str, str]]
-    monitoring: list[Phase]
+    monitoring: list[MonitoringPhase]
     conflicts: list[dict[str, str]]
     needs: list[tuple[Link, str]]
     confidence: Any
@@ -185,12 +162,10 @@ class Recommendation:
     @property
     def gate_summary(self) -> str:
         """ "2 failed, 5 not checked, 1 passed", in that order, for the report's cover."""
-        counts = dict.fromkeys(GATE_STATUS, 0)
+        counts: dict[str, int] = dict.fromkeys(GATE_STATUS_LABELS, 0)
         for gate in self.gates:
             counts[gate.status] = counts.get(gate.status, 0) + 1
-        return ", ".join(
-            f"{n} {GATE_STATUS.get(s, (s, ''))[0].lower()}" for s, n in counts.items() if n
-        )
+        return ", ".join(f"{n} {gate_status_label(s)[0].lower()}" for s, n in counts.items() if n)
 
 
 def _evidence(
@@ -264,12 +239,12 @@ def gate_title(raw: Mapping[str, Any]) -> tuple[str, str]:
     head, colon, rest = detail.partition(": ")
     if colon and 0 < len(head) <= 160 and rest.strip():
         return head, rest.strip()
-    return humanise_key(str(raw.get("gate") or "")), detail
+    return staging_label(str(raw.get("gate") or "")), detail
 
 
 def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]) -> Gate:
     status = str(raw.get("status") or "unknown")
-    label, symbol = GATE_STATUS.get(status, (status.capitalize(), "?"))
+    label, symbol = gate_status_label(status)
     # The fields to fill in, linked to the dossier; a plan recorded before gates named their
     # fields lists the data in words only.
     facts = [str(n) for n in raw.get("needs_facts") or []]
@@ -288,10 +263,10 @@ def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]
         if key in KNOWN_GATE_KEYS or value in (None, "", [], {}):
             continue
         shown = "; ".join(str(v) for v in value) if isinstance(value, list) else str(value)
-        extra.append((humanise_key(key), clinical_text(shown)))
+        extra.append((staging_label(key), clinical_text(shown)))
     name, detail = gate_title(raw)
     effect = str(raw.get("effect") or "")
-    words = EFFECT_WORDS.get(effect, clinical_text(effect))
+    words = GATE_EFFECT_WORDS.get(effect, clinical_text(effect))
     if effect in _SAID_BY_DETAIL and _SAID_BY_DETAIL[effect] in detail.lower():
         words = ""  # the engine's detail says it already; once is enough on a phone
     action = clinical_text(raw.get("action") or "")
@@ -335,7 +310,7 @@ def recommendation_view(
         (_gate(g, dossier_id=dossier_id, derived=derived) for g in safety.get("gates") or []),
         key=lambda g: STATUS_ORDER.get(g.status, 1),
     )
-    phases = {key: Phase(key, label) for key, label in PHASE_LABELS.items()}
+    phases = {key: MonitoringPhase(key, label) for key, label in PHASE_LABELS.items()}
     for m in doc.get("monitoring") or []:
         phase = phases.get(str(m.get("phase")))
         if phase is None:
@@ -345,7 +320,7 @@ def recommendation_view(
             {
                 "what": clinical_text(m.get("what")),
                 "interval": clinical_text(m.get("interval")),
-                "anchor": ANCHORS.get(anchor.casefold(), anchor),
+                "anchor": anchor_label(anchor),
             }
         )
     gate_titles = {
@@ -379,10 +354,7 @@ def recommendation_view(
             {"option": str(r.get("option") or ""), "reason": clinical_text(r.get("reason"))}
             for r in doc.get("rejected_options") or []
         ],
-        staging=[
-            (STAGING_LABELS.get(k, humanise_key(k)), staging.get(k))
-            for k in _staging_keys(doc, case)
-        ],
+        staging=[(staging_label(k), staging.get(k)) for k in _staging_keys(doc, case)],
         gates=gates,
         flags=[
             {"severity": str(f.get("severity") or ""), "text": clinical_text(f.get("text"))}

@@ -13,9 +13,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from clinical.calculators import derive_all
-from clinical.vocab import ROLE_LABELS
-from consult.labels import value_words
+from consult.labels import role_label, value_words
 from consult.models import Consultation, EvidenceNode
 from consult.presenters import NOT_AVAILABLE, case_sections
 from consult.review.models import PlanReport
@@ -66,10 +64,6 @@ class TraceEntry:
     same_as_round: int | None = None  # said word for word in that earlier round
 
 
-def _role(name: str) -> str:
-    return ROLE_LABELS.get(name, name.replace("_", " ").capitalize())
-
-
 def agent_trace(*, consultation: Consultation) -> list[TraceEntry]:
     """Who concluded what, in which round, citing what: one line per role's turn, review and
     vote, from the saved agent messages."""
@@ -83,16 +77,20 @@ def agent_trace(*, consultation: Consultation) -> list[TraceEntry]:
             )
             entries.append(
                 TraceEntry(
-                    m.round, _role(m.role), "conclusion", str(report.get("conclusion") or ""), cites
+                    m.round,
+                    role_label(m.role),
+                    "conclusion",
+                    str(report.get("conclusion") or ""),
+                    cites,
                 )
             )
         elif m.kind == "review":
             review = payload.get("review") or {}
-            target = _role(str(payload.get("target") or ""))
+            target = role_label(str(payload.get("target") or ""))
             entries.append(
                 TraceEntry(
                     m.round,
-                    _role(m.role),
+                    role_label(m.role),
                     f"review of {target}",
                     str(review.get("critique") or ""),
                     [],
@@ -106,7 +104,7 @@ def agent_trace(*, consultation: Consultation) -> list[TraceEntry]:
             entries.append(
                 TraceEntry(
                     m.round,
-                    _role(m.role),
+                    role_label(m.role),
                     "vote",
                     f"{text} {concerns}".strip(),
                     [],
@@ -157,7 +155,8 @@ def report_context(
 ) -> dict[str, Any]:
     consultation = state.consultation
     case = consultation.snapshot.data
-    derived = derive_all(case)
+    # As frozen with the snapshot: never today's calculators beside yesterday's plan.
+    derived = consultation.snapshot.frozen.derived
     all_refs = [e for v in state.versions for e in v.payload.get("evidence") or []]
     version_ids = evidence_version_ids(refs=all_refs)
     titles = evidence_titles(version_ids=version_ids)

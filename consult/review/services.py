@@ -26,7 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
-from clinical.vocab import Modality
+from clinical.vocab import RULED_OUT, ComponentRole, Intent, Modality, Phase, ResponseAnchor
 from consult.engine.coherence import plan_findings
 from consult.models import Consultation, ConsultationStatus
 from consult.review.changes import ORIGIN, plan_changes
@@ -100,10 +100,18 @@ MEETING_BEFORE_DECISION = (
 )
 NOTHING_TO_REOPEN = "There is no decision to reopen: the plan awaits review."
 INCOHERENT = "The plan contradicts itself: {first}"
-ROLES = ("primary", "alternative", "rejected")
-INTENTS = ("curative", "palliative", "surveillance")
-PHASES = ("acute_0_3m", "intermediate_3_12m", "long_term_12m_plus")
-ANCHORS = ("RECIST 1.1", "mRECIST", "iRECIST", "Lugano", "other")
+# What an amendment may say: the core's names (clinical.vocab), in the order forms offer them.
+ROLES: tuple[str, ...] = (*ComponentRole, RULED_OUT)
+# A clinician amends to a treatment intent; abstention is the board's, not an amendment's.
+INTENTS: tuple[str, ...] = (Intent.CURATIVE, Intent.PALLIATIVE, Intent.SURVEILLANCE)
+PHASES: tuple[str, ...] = tuple(Phase)
+ANCHORS: tuple[str, ...] = (
+    ResponseAnchor.RECIST,
+    ResponseAnchor.MRECIST,
+    ResponseAnchor.IRECIST,
+    ResponseAnchor.LUGANO,
+    ResponseAnchor.OTHER,
+)
 MAX_TEXT = 2000
 
 
@@ -753,6 +761,14 @@ def case_record(*, consultation: Consultation) -> dict[str, Any]:
             "content_hash": snapshot.content_hash,
             "submitted_at": _when(snapshot.submitted_at),
             "data": snapshot.data,
+            # The calculators' results as frozen with the snapshot (what the plan was made
+            # from), with the version of the code that computed them.
+            "derived_facts": {
+                "version": snapshot.facts_version,
+                "origin": snapshot.facts_origin,
+                "hash": snapshot.facts_hash,
+                "results": snapshot.facts.get("derived") or {},
+            },
         },
         "consultation": {
             "id": consultation.pk,

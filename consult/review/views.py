@@ -13,7 +13,6 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from clinical.calculators import derive_all
 from consult.engine.coherence import plan_findings
 from consult.models import Consultation
 from consult.review import selectors, services
@@ -58,7 +57,7 @@ def _plan_page(
         version.payload,
         case=case,
         dossier_id=consultation.dossier_id,
-        derived=derive_all(case),
+        derived=consultation.snapshot.frozen.derived,
         version_ids=version_ids,
         titles=selectors.evidence_titles(version_ids=version_ids),
     )

@@ -41,7 +41,7 @@ def case_run(
     filename: str,
     engine: str,
     max_rounds: int = 3,
-    actor: Any = None,
+    actor: User | None = None,
     team: Any = None,
 ) -> Consultation:
     """Import the case (or update the dossier with the same case id), submit it, and run a

@@ -17,8 +17,7 @@ from django.conf import settings as django_settings
 from django.db import InterfaceError, OperationalError, connections, transaction
 from django.utils import timezone
 
-from clinical.applicability import case_facts
-from clinical.calculators import derive_all, staging_summary
+from clinical.frozen import FrozenFacts
 from clinical.vocab import EventKind
 from consult.engine import prompting
 from consult.engine.accounting import Account, Turn, account, budget_note, joined
@@ -45,6 +44,7 @@ from consult.models import (
 from consult.retrieval import DbRetriever
 from knowledge.memory.selectors import versions_in_force
 from knowledge.memory.services import experience_uses_record
+from mdtboard.accounts.models import User
 from mdtboard.accounts.roles import is_admin
 from mdtboard.audit.hashing import payload_hash
 from mdtboard.audit.services import audit_record
@@ -93,7 +93,7 @@ def llm_available() -> bool:
 @transaction.atomic
 def consultation_start(
     *,
-    actor: Any,
+    actor: User,
     dossier: LesionDossier,
     engine: str = EngineChoice.GUIDELINE,
     max_rounds: int = 3,
@@ -168,7 +168,7 @@ def consultation_start(
 FORM_REUSED = "This form was already used for another dossier; reload the page."
 
 
-def _same_form(existing: Consultation, *, actor: Any, dossier: LesionDossier) -> Consultation:
+def _same_form(existing: Consultation, *, actor: User, dossier: LesionDossier) -> Consultation:
     if existing.dossier_id != dossier.pk or existing.created_by_id != actor.pk:
         raise ConsultationError(FORM_REUSED)
     return existing
@@ -187,7 +187,7 @@ def _enqueue(consultation_id: int) -> None:
 
 
 @transaction.atomic
-def consultation_cancel(*, actor: Any, consultation: Consultation) -> Consultation:
+def consultation_cancel(*, actor: User, consultation: Consultation) -> Consultation:
     consultation = Consultation.objects.select_for_update().get(pk=consultation.pk)
     if consultation.is_finished:
         raise ConsultationError(ALREADY_FINISHED)
@@ -318,9 +318,12 @@ def consultation_run(*, consultation_id: int) -> str:
     consultation = lease_claim(consultation_id=consultation_id)
     if consultation is None:
         return "skipped"
-    retriever = DbRetriever()
     try:
-        _deliberate_through_dropped_connections(consultation, retriever)
+        # The facts frozen with the snapshot when it was submitted, never computed again: the
+        # plan, its pages, report and exports all show the same ones.
+        frozen = consultation.snapshot.frozen
+        retriever = DbRetriever(facts=frozen.facts)
+        _deliberate_through_dropped_connections(consultation, retriever, frozen)
     except Cancelled:
         _finish(consultation_id, ConsultationStatus.CANCELLED)
         return "cancelled"
@@ -345,13 +348,13 @@ def consultation_run(*, consultation_id: int) -> str:
 
 
 def _deliberate_through_dropped_connections(
-    consultation: Consultation, retriever: DbRetriever
+    consultation: Consultation, retriever: DbRetriever, frozen: FrozenFacts
 ) -> Any:
     """Deliberate; when the database connection drops, reconnect and resume from the saved
     steps a few times before giving up (the pauses stay inside the lease, so it stays ours)."""
     for delay in (*DB_RETRY_DELAYS, None):
         try:
-            return _deliberate(consultation, retriever)
+            return _deliberate(consultation, retriever, frozen)
         except (OperationalError, InterfaceError):
             connections.close_all()
             if delay is None:
@@ -365,7 +368,7 @@ def _deliberate_through_dropped_connections(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
+def _deliberate(consultation: Consultation, retriever: DbRetriever, frozen: FrozenFacts) -> Any:
     """Everything after the claim, so that any failure (a half-configured LLM endpoint
     included) finishes the run as failed instead of leaving it "running"."""
     case = consultation.snapshot.data
@@ -390,12 +393,12 @@ def _deliberate(consultation: Consultation, retriever: DbRetriever) -> Any:
     Consultation.objects.filter(pk=consultation.pk).update(engine_label=provider.name)
     deliberation = Deliberation(
         case=case,
-        facts=case_facts(case),
-        staging=staging_summary(derive_all(case)),
+        facts=frozen.facts,
+        staging=frozen.staging,
         retriever=retriever,
         store=store,
         provider=provider,
-        experience=DbExperience(),
+        experience=DbExperience(staging=frozen.staging),
         config=engine_config(consultation.config),
         labels=fact_labels(),
     )

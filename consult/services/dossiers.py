@@ -10,6 +10,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from clinical.frozen import FrozenFacts, changed_facts, freeze
 from consult.casefile.fields import FORMAT_ID
 from consult.casefile.validate import (
     MAX_BYTES,
@@ -19,7 +20,13 @@ from consult.casefile.validate import (
     parse_case_bytes,
     validate_case,
 )
-from consult.models import DossierSnapshot, DossierStatus, LesionDossier, Patient
+from consult.models import (
+    DossierSnapshot,
+    DossierStatus,
+    FactsOrigin,
+    LesionDossier,
+    Patient,
+)
 from mdtboard.accounts.models import Team, User
 from mdtboard.accounts.roles import is_admin
 from mdtboard.audit.hashing import payload_hash as content_hash
@@ -183,9 +190,35 @@ def dossier_update(
     return dossier
 
 
+def _snapshot_create(
+    *,
+    dossier: LesionDossier,
+    data: dict[str, Any],
+    digest: str,
+    actor: User,
+    number: int,
+    origin: FactsOrigin,
+) -> DossierSnapshot:
+    """A new snapshot of ``data`` with its facts computed now, once: every later reading
+    (pages, report, exports, the engine) reads them from the snapshot."""
+    document = freeze(data).to_json()
+    return DossierSnapshot.objects.create(
+        dossier=dossier,
+        number=number,
+        data=data,
+        content_hash=digest,
+        facts=document,
+        facts_version=document["version"],
+        facts_hash=content_hash(document),
+        facts_origin=origin,
+        submitted_by=actor,
+    )
+
+
 @transaction.atomic
 def dossier_submit(*, actor: User, dossier: LesionDossier) -> DossierSnapshot:
-    """Freeze the dossier as an immutable, hashed snapshot for consultations to reference."""
+    """Freeze the dossier as an immutable, hashed snapshot for consultations to reference,
+    with the facts the calculators derive from it now."""
     dossier = LesionDossier.objects.select_for_update().get(pk=dossier.pk)
     errors = validate_case(dossier.data, filename=dossier.case_id)
     if errors:
@@ -193,14 +226,17 @@ def dossier_submit(*, actor: User, dossier: LesionDossier) -> DossierSnapshot:
     digest = content_hash(dossier.data)
     latest = dossier.snapshots.order_by("-number").first()
     if latest is not None and latest.content_hash == digest:
-        snapshot = latest  # Nothing changed since the last submission: same snapshot.
+        # Nothing changed since the last submission: the same snapshot, and the same facts
+        # (new calculators are applied only by an explicit recompute).
+        snapshot = latest
     else:
-        snapshot = DossierSnapshot.objects.create(
+        snapshot = _snapshot_create(
             dossier=dossier,
-            number=(latest.number + 1) if latest else 1,
             data=dossier.data,
-            content_hash=digest,
-            submitted_by=actor,
+            digest=digest,
+            actor=actor,
+            number=(latest.number + 1) if latest else 1,
+            origin=FactsOrigin.SUBMISSION,
         )
     dossier.status = DossierStatus.SUBMITTED
     dossier.submitted_at = timezone.now()
@@ -209,7 +245,53 @@ def dossier_submit(*, actor: User, dossier: LesionDossier) -> DossierSnapshot:
         action="dossier.submit",
         actor=actor,
         obj=dossier,
-        payload={"snapshot": snapshot.pk, "hash": digest},
+        payload={"snapshot": snapshot.pk, "hash": digest, "facts_version": snapshot.facts_version},
+    )
+    return snapshot
+
+
+FACTS_ALREADY_CURRENT = (
+    "The facts of this snapshot were computed by the calculators in use now; recomputing them "
+    "would change nothing."
+)
+NO_SNAPSHOT = "The dossier has not been submitted yet: there are no frozen facts to recompute."
+
+
+@transaction.atomic
+def snapshot_recompute(*, actor: User, dossier: LesionDossier) -> DossierSnapshot:
+    """Compute the facts of the dossier's latest snapshot again with today's calculators, as a
+    new snapshot of the same content (the old one, and every consultation on it, keep the facts
+    they were made with). Audited with the names of the facts whose value changed."""
+    _check_member(actor, dossier.patient.team)
+    dossier = LesionDossier.objects.select_for_update().get(pk=dossier.pk)
+    latest = dossier.snapshots.order_by("-number").first()
+    if latest is None:
+        raise DossierError(NO_SNAPSHOT)
+    before = FrozenFacts.from_json(latest.facts) if latest.facts else None
+    if before is not None and before.current:
+        raise DossierError(FACTS_ALREADY_CURRENT)
+    snapshot = _snapshot_create(
+        dossier=dossier,
+        data=latest.data,
+        digest=latest.content_hash,
+        actor=actor,
+        number=latest.number + 1,
+        origin=FactsOrigin.RECOMPUTE,
+    )
+    audit_record(
+        action="dossier.recompute",
+        actor=actor,
+        obj=dossier,
+        # Names of facts, never their values: the audit log holds no clinical data.
+        payload={
+            "from_snapshot": latest.pk,
+            "snapshot": snapshot.pk,
+            "hash": snapshot.content_hash,
+            "from_facts_version": latest.facts_version,
+            "facts_version": snapshot.facts_version,
+            "facts_hash": snapshot.facts_hash,
+            "changed": changed_facts(before, snapshot.frozen) if before else None,
+        },
     )
     return snapshot
 

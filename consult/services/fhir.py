@@ -286,6 +286,10 @@ def plan_export_careplan(*, actor: User, consultation: Consultation) -> dict[str
         decision=meeting.final_decision if meeting is not None else "",
         dissent=meeting.dissent if meeting is not None else "",
         plan_version=version.number,
+        facts=(
+            f"derived facts frozen with dossier snapshot {consultation.snapshot.number}, "
+            f"calculators {consultation.snapshot.facts_version}"
+        ),
     )
     audit_record(
         action="plan.export",

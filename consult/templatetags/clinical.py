@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from clinical.vocab import ROLE_LABELS
+from consult import labels
 from consult.labels import clinical_text
 
 register = template.Library()
@@ -19,7 +19,19 @@ def clinical(value: Any) -> str:
     return clinical_text(value)
 
 
+@register.filter(name="gate_status")
+def gate_status(value: Any) -> str:
+    """A gate's result as its symbol and word ("✗ Failed"): never colour alone."""
+    word, symbol = labels.gate_status_label(value)
+    return f"{symbol} {word}"
+
+
+@register.filter(name="gate_effect")
+def gate_effect(value: Any) -> str:
+    """What a gate did to the plan, in words ("" for an effect without words)."""
+    return labels.GATE_EFFECT_WORDS.get(str(value or ""), "")
+
+
 @register.filter(name="role_label")
 def role_label(value: Any) -> str:
-    role = str(value or "")
-    return ROLE_LABELS.get(role, role.replace("_", " ").capitalize())
+    return labels.role_label(value)

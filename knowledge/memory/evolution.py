@@ -41,6 +41,7 @@ from knowledge.memory.models import (
     VersionStatus,
     WeightVersion,
 )
+from mdtboard.accounts.models import User
 from mdtboard.accounts.roles import is_admin
 from mdtboard.audit.services import audit_record
 
@@ -240,7 +241,7 @@ def _active_of(version: PromptVersion | WeightVersion) -> Any:
 
 @transaction.atomic
 def version_approve(
-    *, actor: Any, version: PromptVersion | WeightVersion, note: str = ""
+    *, actor: User, version: PromptVersion | WeightVersion, note: str = ""
 ) -> PromptVersion | WeightVersion:
     """Put a proposal in force: consultations started from now on use it (and record it)."""
     if not is_admin(actor):
@@ -273,7 +274,7 @@ def version_approve(
 
 @transaction.atomic
 def version_reject(
-    *, actor: Any, version: PromptVersion | WeightVersion, note: str = ""
+    *, actor: User, version: PromptVersion | WeightVersion, note: str = ""
 ) -> PromptVersion | WeightVersion:
     if not is_admin(actor):
         raise EvolutionError(NOT_ADMIN)
@@ -291,7 +292,7 @@ def version_reject(
 
 @transaction.atomic
 def version_rollback(
-    *, actor: Any, version: PromptVersion | WeightVersion
+    *, actor: User, version: PromptVersion | WeightVersion
 ) -> PromptVersion | WeightVersion | None:
     """Take the version in force out; the one it replaced (if any) is in force again, else the
     default (the prompt file alone, the engine's own weights). Returns what is now in force."""

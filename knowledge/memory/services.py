@@ -21,6 +21,7 @@ from knowledge.memory.models import (
     ExperienceEntry,
     ExperienceUse,
 )
+from mdtboard.accounts.models import User
 from mdtboard.audit.services import audit_record
 
 logger = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def experience_embed(*, entry: ExperienceEntry) -> bool:
 
 
 @transaction.atomic
-def experience_record(*, draft: EntryDraft, actor: Any = None) -> ExperienceEntry:
+def experience_record(*, draft: EntryDraft, actor: User | None = None) -> ExperienceEntry:
     """Record a past case in CorrectKB or ChainKB (the source decides which). One entry per
     review or rating: recording it again returns the entry already there."""
     existing = ExperienceEntry.objects.filter(
@@ -144,7 +145,7 @@ def experience_record(*, draft: EntryDraft, actor: Any = None) -> ExperienceEntr
 
 @transaction.atomic
 def experience_edit(
-    *, actor: Any, entry: ExperienceEntry, changes: Mapping[str, str]
+    *, actor: User, entry: ExperienceEntry, changes: Mapping[str, str]
 ) -> ExperienceEntry:
     """An administrator corrects an entry's text; the audit names the fields changed."""
     entry = ExperienceEntry.objects.select_for_update().get(pk=entry.pk)
@@ -167,7 +168,7 @@ def experience_edit(
 
 
 @transaction.atomic
-def experience_retire(*, actor: Any, entry: ExperienceEntry, reason: str) -> ExperienceEntry:
+def experience_retire(*, actor: User, entry: ExperienceEntry, reason: str) -> ExperienceEntry:
     """Retire an entry: it is no longer recalled; it stays for the record."""
     reason = (reason or "").strip()[:300]
     if not reason:

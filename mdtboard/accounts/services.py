@@ -52,7 +52,7 @@ def roles_sync(*, using: str = "default") -> None:
 
 
 @transaction.atomic
-def team_get_or_create(*, name: str, actor: Any = None) -> Team:
+def team_get_or_create(*, name: str, actor: User | None = None) -> Team:
     team, created = Team.objects.get_or_create(slug=slugify(name), defaults={"name": name})
     if created:
         audit_record(action="team.create", actor=actor, obj=team, payload={"name": name})
@@ -67,7 +67,7 @@ def user_create(
     password: str | None = None,
     display_name: str = "",
     teams: Iterable[Team] = (),
-    actor: Any = None,
+    actor: User | None = None,
 ) -> User:
     email = email.strip().lower()
     if email_taken_by_another(email=email):

@@ -11,11 +11,13 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AnonymousUser
 from django.db import connection, transaction
 from django.db.models import Model
 from django.http import HttpRequest
 from django.utils import timezone
 
+from mdtboard.accounts.models import User
 from mdtboard.audit.anchor import (
     Anchor,
     AnchorUnreadable,
@@ -44,7 +46,7 @@ _CHAIN_LOCK_KEY = 0x6D6474_61756474  # "mdt" "audt"
 def audit_record(
     *,
     action: str,
-    actor: Any = None,
+    actor: User | AnonymousUser | None = None,
     obj: Model | None = None,
     object_type: str = "",
     object_id: str | int = "",
@@ -56,8 +58,9 @@ def audit_record(
         object_type = object_type or obj._meta.label_lower
         object_id = object_id or str(obj.pk)
     payload = payload or {}
-    actor_id = actor.pk if actor is not None and getattr(actor, "is_authenticated", False) else None
-    actor_label = actor.get_username() if actor_id is not None else ""
+    user = actor if isinstance(actor, User) and actor.is_authenticated else None
+    actor_id = user.pk if user is not None else None
+    actor_label = user.get_username() if user is not None else ""
     with connection.cursor() as cursor:
         # Transaction-scoped: released at commit, so concurrent writers form one chain.
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CHAIN_LOCK_KEY])
@@ -165,7 +168,7 @@ def audit_login_throttled(*, request: HttpRequest | None, credentials: dict[str,
 
 def audit_denial(
     *,
-    actor: Any,
+    actor: User | AnonymousUser | None,
     status: int,
     view: str,
     method: str,
@@ -187,7 +190,7 @@ def audit_denial(
 
 
 def audit_subscription(
-    *, actor: Any, object_type: str, object_id: str | int, allowed: bool
+    *, actor: User | AnonymousUser | None, object_type: str, object_id: str | int, allowed: bool
 ) -> AuditEvent:
     """A WebSocket subscription to an object's live stream, granted or refused."""
     return audit_record(

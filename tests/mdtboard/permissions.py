@@ -57,6 +57,8 @@ TABLE: dict[str, Row] = {
     "consult:dossier-edit": {"GET": (L, A, H, D, D, A), "POST": (L, A, H, D, D, A)},
     "consult:dossier-check-field": {"POST": (L, A, H, D, D, A)},
     "consult:dossier-submit": {"POST": (L, A, H, D, D, A)},
+    # Recompute the frozen facts (a new snapshot; refused with a message when nothing changed).
+    "consult:dossier-recompute": {"POST": (L, A, H, D, D, A)},
     "consult:dossier-export": {"GET": (L, A, H, D, D, A)},
     "consult:dossier-export-fhir": {"GET": (L, A, H, D, D, A)},  # audited like the JSON export
     # The FHIR review's confirm step (no valid review: back to the import page) and the FHIR

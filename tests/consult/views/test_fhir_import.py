@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 from collections.abc import Iterator
 from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,10 +20,8 @@ from fhir.resources.R4B.bundle import Bundle
 from fhir.resources.R4B.careplan import CarePlan
 
 from consult.models import FhirImport, LesionDossier, Patient
-from consult.review import services as review_services
-from consult.review.services import Attendee
 from mdtboard.audit.models import AuditEvent
-from tests.fixtures.consultations import completed
+from tests.fixtures.consultations import completed, signed_off
 
 pytestmark = pytest.mark.django_db
 
@@ -174,26 +171,7 @@ def test_the_signed_plan_downloads_as_a_valid_careplan(
     url = reverse("consult:plan-careplan", args=[consultation.pk])
     # before sign-off: back to the plan page with the reason
     assert client.get(url)["Location"] == reverse("consult:plan-detail", args=[consultation.pk])
-    review_services.review_decide(
-        actor=clinician,
-        consultation=consultation,
-        decision="accept",
-        reason="",
-        idempotency_key=uuid.uuid4(),
-        base_version=1,
-    )
-    review_services.meeting_record(
-        actor=clinician,
-        consultation=consultation,
-        held_on=date(2026, 11, 20),
-        attendees=[Attendee("Dr A", "Hepatobiliary surgery")],
-        final_decision="Resection of segment VI",
-        dissent="",
-        responsible_id=clinician.pk,
-    )
-    review_services.plan_sign_off(
-        actor=clinician, consultation=consultation, version=1, confirmed=True
-    )
+    signed_off(clinician, consultation, decision_text="Resection of segment VI")
     response = client.get(url)
     assert response.status_code == 200
     careplan = CarePlan.model_validate(json.loads(response.content))

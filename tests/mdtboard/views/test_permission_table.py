@@ -260,6 +260,7 @@ ARGUMENTS: dict[str, Callable[[World], dict[str, Any]]] = {
     "consult:dossier-edit": lambda w: {"pk": w.dossier.pk, "section": "patient"},
     "consult:dossier-check-field": lambda w: {"pk": w.dossier.pk, "section": "patient"},
     "consult:dossier-submit": lambda w: {"pk": w.dossier.pk},
+    "consult:dossier-recompute": lambda w: {"pk": w.dossier.pk},
     "consult:dossier-export": lambda w: {"pk": w.dossier.pk},
     "consult:consultation-start": lambda w: {"pk": w.dossier.pk},
     "consult:consultation-board": lambda w: {"pk": w.consultation.pk},

@@ -15,6 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from clinical.vocab import PLAN_FORMAT
 from consult.models import ConsultationStatus, LesionDossier, Plan
 from consult.rating.analytics import study_blinding_check
 from consult.rating.models import ComparatorSource, Study
@@ -118,7 +119,7 @@ def comparator_from_expected(expected: dict[str, Any]) -> dict[str, Any] | None:
     if not groups:
         return None
     return {
-        "format": "mdtboard.plan/1",
+        "format": PLAN_FORMAT,
         "recommendation": {
             "summary": "",
             "intent": None,

@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 from pypdf import PdfReader
 
+from clinical.vocab import GATE_STATUS_LABELS
+from consult.labels import staging_label
 from consult.models import AgentMessage
 from consult.review import services
 from consult.review.models import PlanReport
 from consult.review.pdf import LocalOnlyFetcher, pdf_render
-from consult.review.presenters import GATE_STATUS, gate_title, humanise_key
+from consult.review.presenters import gate_title
 from consult.review.report import DISCLAIMER, plan_json_bytes, report_html
 from tests.fixtures.browser import SCREENSHOT_DIR
 from tests.fixtures.consultations import completed
@@ -64,7 +66,7 @@ def test_pdf_of_a_public_case_has_what_a_colleague_takes_into_the_meeting(
     text = _text(data)
     # then it names the staging values of the case's cancer
     for key in ("bclc", "child_pugh_class", "child_pugh_score", "albi_grade"):
-        assert f"{humanise_key(key)} {plan['staging'][key]}" in text, key
+        assert f"{staging_label(key)} {plan['staging'][key]}" in text, key
     # each component of the recommended pathway
     primary = [c for c in plan["recommendation"]["components"] if c["role"] == "primary"]
     assert primary
@@ -73,7 +75,7 @@ def test_pdf_of_a_public_case_has_what_a_colleague_takes_into_the_meeting(
     # each gate with its result in words
     assert plan["safety"]["gates"]
     for gate in plan["safety"]["gates"]:
-        label, symbol = GATE_STATUS[gate["status"]]
+        label, symbol = GATE_STATUS_LABELS[gate["status"]]
         name, _ = gate_title(gate)
         assert _norm(f"{symbol} {label} {name}") in text, gate["gate"]
     # the monitoring table, phase by phase
