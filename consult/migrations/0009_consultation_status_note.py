@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("consult", "0006_consultation_start_idempotency_key"),
+        ("consult", "0008_backfill_snapshot_facts"),
     ]
 
     operations = [
