@@ -58,7 +58,9 @@ from benchmarks import (  # noqa: E402
     parsers,
     report,
     retrieval,
+    startup,
     textreaders,
+    tokens,
 )
 
 
@@ -81,6 +83,8 @@ def main() -> None:
         "fhir": fhir.run,
         "retrieval": retrieval.run_quality,
         "engine": lambda: engine.run(quick=quick),
+        "tokens": tokens.run,
+        "startup": startup.run,
         "board": board.run,
         "journal": journal.run,
         "report": report.run,

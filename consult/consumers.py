@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import OrderedDict
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -15,7 +16,7 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 
 from consult.broadcasts import consultation_group, user_group
-from consult.journal.board import Board, apply, dom_id, event_dict, event_from_wire
+from consult.journal.board import Board, dom_id, event_dict
 from consult.journal.render import render_events
 from consult.journal.selectors import consultation_board_get, consultation_events
 from consult.selectors import consultation_can_watch
@@ -47,6 +48,28 @@ REAUTHORISE_S = 5.0
 
 # RFC 6455 private range, as at connect: not (or no longer) signed in.
 CLOSE_SIGNED_OUT = 4401
+
+# A socket that catches up renders at most this many events per step, off the event loop: one
+# reconnecting socket never holds the others' deliveries for long.
+CATCH_UP_CHUNK = 100
+# The fragments of the latest events of the boards this process serves, as the broadcaster
+# rendered them, by (consultation, seq): every watcher is sent the same bytes, and a socket that
+# reconnects after a short gap sends them from here without folding or rendering anything.
+FRAGMENT_CACHE_SIZE = 5000
+_fragments: OrderedDict[tuple[int, int], str] = OrderedDict()
+
+
+def fragment_remember(consultation_id: int, seq: int, html: str) -> None:
+    key = (consultation_id, seq)
+    if key in _fragments:
+        return
+    _fragments[key] = html
+    while len(_fragments) > FRAGMENT_CACHE_SIZE:
+        _fragments.popitem(last=False)
+
+
+def fragment_cached(consultation_id: int, seq: int) -> str | None:
+    return _fragments.get((consultation_id, seq))
 
 
 def _user_is_active(user_id: int) -> bool:
@@ -215,9 +238,10 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
     persisted event after it, then each new one, in order and exactly once, as htmx
     out-of-band fragments. Token deltas are relayed as they come and never persisted.
 
-    The socket keeps the board as its client has seen it, folded once on resume and then
-    advanced by each relayed event, so that catching up after a missed event renders from it
-    rather than from a board folded again from the first event."""
+    A relayed event costs the socket one send of the bytes the broadcaster rendered once for
+    every watcher. Catching up (a resume, a missed event) sends the fragments this process
+    still holds, and renders the rest in bounded chunks on a worker thread, from a board folded
+    from the database up to where the client is."""
 
     consultation_id: int = 0
     group: str | None = None
@@ -244,6 +268,7 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
             await self.close(code=CLOSE_SIGNED_OUT if signed_out else 4403)
             return
         self.checked_at = time.monotonic()
+        # The board as the client has seen it, only while catching up (between chunks).
         self.board: Board | None = None
         self.sent: int | None = None
 
@@ -296,9 +321,7 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
         if after is None:
             return  # not ours: ignore rather than trust
         async with self.lock:
-            self.board = await database_sync_to_async(consultation_board_get)(
-                consultation=self.consultation_id, upto=after
-            )
+            self.board = None
             self.sent = after
             await self._catch_up()
 
@@ -307,13 +330,13 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
             return  # the client has not said where it is yet; its resume will catch up
         if not await self._still_allowed():
             return
+        if event.get("html"):
+            fragment_remember(self.consultation_id, int(event["seq"]), event["html"])
         async with self.lock:
-            if event.get("html") and event.get("event") and event["seq"] == self.sent + 1:
-                # The usual case: the next event, rendered once by the broadcaster; this
-                # socket's board takes it too, for when it falls behind.
+            if event.get("html") and event["seq"] == self.sent + 1:
+                # The usual case: the next event, rendered once by the broadcaster for every
+                # watcher. Nothing else to do here: no fold, no render.
                 await self.send(text_data=event["html"])
-                if self.board is not None:
-                    apply(self.board, event_from_wire(event["event"]))
                 self.sent = event["seq"]
                 return
             await self._catch_up()
@@ -328,22 +351,30 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
             text_data=f'<div id="{target}" hx-swap-oob="beforeend">{escape(event["text"])}</div>'
         )
 
-    def _events_after(self, seq: int) -> list[dict[str, Any]]:
-        events = consultation_events(consultation=self.consultation_id, after=seq)[:500]
-        return [event_dict(e) for e in events]
+    def _render_after(self, seq: int) -> list[tuple[int, str]]:
+        """The fragments of the next CATCH_UP_CHUNK events after ``seq`` (on a worker thread:
+        the database read, the fold and the rendering stay off the event loop)."""
+        if self.board is None or self.board.last_seq != seq:
+            self.board = consultation_board_get(consultation=self.consultation_id, upto=seq)
+        events = consultation_events(consultation=self.consultation_id, after=seq)
+        return render_events(self.board, [event_dict(e) for e in events[:CATCH_UP_CHUNK]])
 
     async def _catch_up(self) -> None:
         if self.sent is None:
             return  # nothing to catch up from before the client's resume
-        if self.board is None or self.board.last_seq != self.sent:
-            self.board = await database_sync_to_async(consultation_board_get)(
-                consultation=self.consultation_id, upto=self.sent
-            )
-        while True:
-            events = await database_sync_to_async(self._events_after)(self.sent)
-            if not events:
-                return
-            for event in events:
-                [(seq, html)] = render_events(self.board, [event])
-                await self.send(text_data=html)
-                self.sent = seq
+        try:
+            while True:
+                cached = fragment_cached(self.consultation_id, self.sent + 1)
+                if cached is not None:
+                    await self.send(text_data=cached)
+                    self.sent += 1
+                    continue
+                fragments = await database_sync_to_async(self._render_after)(self.sent)
+                if not fragments:
+                    return
+                for seq, html in fragments:
+                    fragment_remember(self.consultation_id, seq, html)
+                    await self.send(text_data=html)
+                    self.sent = seq
+        finally:
+            self.board = None  # a watcher that has caught up keeps no board

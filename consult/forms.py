@@ -210,6 +210,16 @@ class ConsultationForm(forms.Form):
         initial=3,
         help_text="The board stops earlier when all members agree.",
     )
+    budget_short = forms.ChoiceField(
+        label="If the LLM token budget will not cover the next round",
+        choices=[
+            ("stop", "End the deliberation with the rounds done"),
+            ("continue", "Run the round; the guideline engine answers the turns it cannot cover"),
+        ],
+        initial="stop",
+        required=False,
+        help_text="LLM engine only. Either way the board and the plan say what happened.",
+    )
 
     def __init__(self, *args: Any, llm_available: bool, **kwargs: Any) -> None:
         kwargs.setdefault("initial", {}).setdefault("key", uuid.uuid4())

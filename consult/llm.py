@@ -68,6 +68,18 @@ _REPAIR_INSTRUCTIONS = (
 )
 
 
+# One counting rule wherever a token count is not reported by a server: the client's estimate
+# when a server sends no usage, the prompt-size estimate of a round before it starts, and the
+# test LLM server's reported usage (tests and `make bench` alike). About four characters per
+# token in English text; exact counts would need the model's own tokenizer.
+CHARS_PER_TOKEN = 4
+
+
+def approx_tokens(text: str) -> int:
+    """Tokens of ``text`` by the one rule: characters ÷ 4."""
+    return len(text) // CHARS_PER_TOKEN
+
+
 # --- errors -------------------------------------------------------------------------------------
 class LLMError(Exception):
     """Base of everything the client raises. ``usage`` is what the failed call consumed
@@ -263,6 +275,12 @@ class Budget:
         # keeps that true if a budget is ever shared with a worker thread.
         self._lock = threading.Lock()
 
+    def tokens_left(self) -> int:
+        with self._lock:
+            if self.cost_used >= self.cost_usd:
+                return 0
+            return max(self.tokens - self.tokens_used, 0)
+
     def check(self) -> None:
         with self._lock:
             if self.tokens_used >= self.tokens or self.cost_used >= self.cost_usd:
@@ -364,6 +382,11 @@ class LLMClient:
 
     def model_for(self, role: str) -> str:
         return self._settings.role_models.get(role, self._settings.model)
+
+    def budget_left(self) -> int:
+        """Tokens of the consultation's budget not spent yet (0 when spent, or when its cost
+        allowance is)."""
+        return self._budget.tokens_left()
 
     async def aclose(self) -> None:
         # An http_client passed in belongs to the caller, who closes it.
@@ -602,6 +625,41 @@ class LLMClient:
 
 
 # --- request building and reply parsing ---------------------------------------------------------
+# Schema keywords that only annotate (the prompts say what each field means): sent with every
+# call they cost tokens (a third to a half of a schema) and constrain nothing.
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples"})
+# Keywords whose value maps names to schemas (not a schema itself).
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
+
+
+@lru_cache(maxsize=64)
+def wire_schema(schema: type[pydantic.BaseModel]) -> dict[str, Any]:
+    """The JSON Schema sent for ``schema``: its constraints (types, enums, bounds, required)
+    without annotations, the top-level title kept as the message's name. pydantic still
+    validates every reply against the model itself."""
+    full = schema.model_json_schema()
+    stripped: dict[str, Any] = _strip(full)
+    if "title" in full:
+        stripped = {"title": full["title"], **stripped}
+    return stripped
+
+
+def _strip(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strip(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _ANNOTATIONS:
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _strip(sub) for name, sub in value.items()}
+        else:
+            out[key] = _strip(value)
+    return out
+
+
 def _response_format(
     mode: Mode, schema: type[pydantic.BaseModel]
 ) -> ResponseFormatJSONSchema | ResponseFormatJSONObject:
@@ -611,7 +669,7 @@ def _response_format(
         "type": "json_schema",
         "json_schema": {
             "name": re.sub(r"[^a-zA-Z0-9_-]", "_", schema.__name__)[:64],
-            "schema": schema.model_json_schema(),
+            "schema": wire_schema(schema),
             # Not strict: strict mode demands every property in `required` and
             # `additionalProperties: false` everywhere, and rejects keywords pydantic emits
             # (`default`, some formats). Making the engine's schemas, full of optional fields with
@@ -630,7 +688,7 @@ def _messages(
     if mode == "json_object":
         # JSON mode guarantees JSON but not its shape, so the model must read the schema.
         # (OpenAI also requires the word "JSON" in the messages for this mode.)
-        schema_text = json.dumps(schema.model_json_schema(), ensure_ascii=False)
+        schema_text = json.dumps(wire_schema(schema), ensure_ascii=False, separators=(",", ":"))
         system = system + _JSON_OBJECT_INSTRUCTIONS + schema_text
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -652,8 +710,8 @@ def _estimated(content: str, model: str, system: str, user: str) -> _Reply:
     return _Reply(
         content=content,
         model=model,
-        prompt_tokens=(len(system) + len(user)) // 4,
-        completion_tokens=len(content) // 4,
+        prompt_tokens=approx_tokens(system + user),
+        completion_tokens=approx_tokens(content),
         estimated=True,
     )
 

@@ -175,6 +175,9 @@ class Consultation(models.Model):
     tokens_completion = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=10, decimal_places=4, default=0)
     error = models.CharField(max_length=500, blank=True)
+    # What the status alone would hide: "20 of 57 turns answered by the guideline engine:
+    # token budget reached" (blank when the LLM answered every turn it was asked).
+    status_note = models.CharField(max_length=300, blank=True)
     # The "Start consultation" form that asked for it: one form, one consultation, however
     # often it is sent (each run of an LLM costs tokens).
     idempotency_key = models.UUIDField(null=True, blank=True, unique=True)
@@ -185,6 +188,12 @@ class Consultation(models.Model):
 
     def __str__(self) -> str:
         return f"consultation {self.pk} on {self.dossier.case_id} ({self.status})"
+
+    @property
+    def status_text(self) -> str:
+        """ "completed — 20 of 57 turns answered by the guideline engine: token budget
+        reached": the status with what a clinician must know about it."""
+        return f"{self.status} — {self.status_note}" if self.status_note else str(self.status)
 
     @property
     def is_finished(self) -> bool:

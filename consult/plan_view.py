@@ -38,6 +38,14 @@ class PlanView:
     needs: list[dict[str, str]]
     abstain: bool
     confirm_first: list[str] = field(default_factory=list)
+    # An LLM consultation's account (FORMAT: the plan's "llm" block): tokens per round and
+    # role, and how many turns the guideline engine answered, and why ({} in guideline mode).
+    llm: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fallback_note(self) -> str:
+        """ "20 of 57 turns answered by the guideline engine: token budget reached", or ""."""
+        return str(self.llm.get("note") or "")
 
     @property
     def failed_gates(self) -> list[dict[str, Any]]:
@@ -113,4 +121,5 @@ def plan_view(doc: dict[str, Any], staging_keys: Sequence[str] | None = None) ->
         needs=needs,
         abstain=bool(doc.get("abstain")),
         confirm_first=list(recommendation.get("confirm_first") or []),
+        llm=dict(doc.get("llm") or {}),
     )

@@ -406,6 +406,7 @@ def consultation_start_view(request: AuthedRequest, pk: int) -> HttpResponse:
             dossier=dossier,
             engine=form.cleaned_data["engine"],
             max_rounds=form.cleaned_data["max_rounds"],
+            budget_short=form.cleaned_data.get("budget_short") or "stop",
             idempotency_key=form.cleaned_data["key"],
         )
     except ConsultationError as exc:

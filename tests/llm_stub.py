@@ -15,6 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from consult.llm import approx_tokens
+
 _ROLE_LINE = re.compile(r"^ROLE:\s*(\S+)\s*$", re.MULTILINE)
 
 
@@ -52,6 +54,16 @@ class StubRequest:
         return match.group(1) if match else ""
 
     @property
+    def prompt_tokens(self) -> int:
+        """What the request costs by the one counting rule of tests and bench
+        (``consult.llm.approx_tokens``: characters ÷ 4): every message's text and the
+        response_format (its JSON Schema is sent, and paid for, with every call)."""
+        text = "".join(_text(message) for message in self.messages)
+        if self.response_format:
+            text += json.dumps(self.response_format, ensure_ascii=False)
+        return approx_tokens(text)
+
+    @property
     def json_schema(self) -> dict[str, Any] | None:
         """The JSON Schema sent with response_format json_schema, if any."""
         if not self.response_format or self.response_format.get("type") != "json_schema":
@@ -85,8 +97,10 @@ class StubReply:
     error: dict[str, Any] | None = None
     delay_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
-    prompt_tokens: int = 50
-    completion_tokens: int | None = None  # None: len(content) // 4
+    # None: counted from the request and the reply (StubRequest.prompt_tokens, approx_tokens),
+    # as a real server reports them; a number: exactly that.
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
     reject_json_schema: bool = False
     chunk_chars: int = 8
     chunk_delay_s: float = 0.0
@@ -275,12 +289,15 @@ class _Handler(BaseHTTPRequestHandler):
         completion_tokens = (
             reply.completion_tokens
             if reply.completion_tokens is not None
-            else len(reply.content) // 4
+            else approx_tokens(reply.content)
+        )
+        prompt_tokens = (
+            reply.prompt_tokens if reply.prompt_tokens is not None else request.prompt_tokens
         )
         usage = {
-            "prompt_tokens": reply.prompt_tokens,
+            "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
-            "total_tokens": reply.prompt_tokens + completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
         }
         if request.stream:
             self._stream(request, reply, usage)

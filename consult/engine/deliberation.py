@@ -81,6 +81,7 @@ from consult.engine.schemas import (
 )
 
 MAX_ROUNDS_CAP = 5
+BUDGET_CHOICES = ("stop", "continue")
 _EMPTY = RoleReport(conclusion="", confidence=0)
 PHASES: tuple[str, ...] = tuple(Phase)
 
@@ -105,6 +106,11 @@ class EngineConfig:
     # Admin-approved offsets to the case-dependent consensus weights (knowledge/memory's
     # weight versions): role -> offset. Empty: the engine's own weights.
     weight_offsets: Mapping[str, float] = field(default_factory=dict)
+    # When the LLM budget left will not cover the next round (estimated from this round's
+    # tokens): "stop" ends the deliberation with the rounds done, "continue" runs the round and
+    # lets the guideline engine answer the turns the budget does not cover (said on the board
+    # and the plan). The clinician chooses when starting the consultation.
+    budget_short: str = "stop"
     # Decisive facts (issue 23): re-run the choice with each borderline or missing fact varied.
     decisive_facts: bool = True
 
@@ -119,6 +125,8 @@ class EngineConfig:
             raise ValueError("experience_k must be between 0 and 20")
         if any(abs(float(v)) > 1.0 for v in self.weight_offsets.values()):
             raise ValueError("a consensus weight offset must be between -1 and 1")
+        if self.budget_short not in BUDGET_CHOICES:
+            raise ValueError(f"budget_short must be one of {', '.join(BUDGET_CHOICES)}")
 
 
 @dataclass
@@ -142,6 +150,9 @@ class _State:
     rounds: int = 0
     stopped_by: str = ""
     fallbacks: int = 0
+    # LLM tokens (prompt + completion) spent per round, from the journal: the estimate of the
+    # next round's cost.
+    round_tokens: dict[int, int] = field(default_factory=dict)
     # The past cases recalled for round 2 on (None: not recalled yet).
     experience: list[PastCase] | None = None
 
@@ -190,13 +201,20 @@ class Deliberation:
 
     async def _step(self, step: Step, run: Callable[[], Awaitable[StepResult]]) -> dict[str, Any]:
         done = await self.store.load(step)
-        if done is not None:
-            return done
-        if await self.store.cancelled():
-            raise Cancelled
-        result = await run()
-        await self.store.commit(step, result)
-        return result.result
+        if done is None:
+            if await self.store.cancelled():
+                raise Cancelled
+            result = await run()
+            if result.usage is not None and "usage" not in result.result:
+                # In the journal too: a resumed run knows what each round cost.
+                result.result = {**result.result, "usage": asdict(result.usage)}
+            await self.store.commit(step, result)
+            done = result.result
+        usage = done.get("usage") or {}
+        if usage:
+            spent = int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+            self.state.round_tokens[step.round] = self.state.round_tokens.get(step.round, 0) + spent
+        return done
 
     def _time_left(self) -> bool:
         return self.clock() < self.deadline
@@ -352,6 +370,7 @@ class Deliberation:
                         "report": report.model_dump(),
                         "fallback": answer.fallback,
                         "usage": asdict(answer.usage) if answer.usage else None,
+                        "carried_over": answer.carried,
                     },
                     role=role,
                     round=round_no,
@@ -417,6 +436,8 @@ class Deliberation:
                 "target": target,
                 "review": review.model_dump(),
                 "fallback": answer.fallback,
+                "usage": asdict(answer.usage) if answer.usage else None,
+                "carried_over": answer.carried,
             }
             events = [
                 EngineEvent(EventKind.CRITIQUE, payload, role=reviewer, round=round_no),
@@ -483,6 +504,10 @@ class Deliberation:
                         **synthesis.draft.model_dump(),
                         "support": consensus.support,
                         "weights": dict(weights),
+                        # The Coordinator's turn: what it cost, and who answered it.
+                        "fallback": answer.fallback,
+                        "usage": asdict(answer.usage) if answer.usage else None,
+                        "carried_over": answer.carried,
                     },
                     role="coordinator",
                     round=round_no,
@@ -523,7 +548,12 @@ class Deliberation:
             )
             answer = await self.provider.vote(inp)
             vote: Vote = vote_with_rules(inp, answer.value)
-            payload = {"vote": vote.model_dump(), "fallback": answer.fallback}
+            payload = {
+                "vote": vote.model_dump(),
+                "fallback": answer.fallback,
+                "usage": asdict(answer.usage) if answer.usage else None,
+                "carried_over": answer.carried,
+            }
             return StepResult(
                 payload,
                 [EngineEvent(EventKind.VOTE, payload, role=role, round=round_no)],
@@ -577,13 +607,44 @@ class Deliberation:
                 ),
                 "votes": {r: v.agree for r, v in zip(panel, votes, strict=True)},
             }
+            if not stop and round_no < self.config.max_rounds:
+                payload.update(self._budget_check(round_no + 1))
             return StepResult(
                 payload,
                 [EngineEvent(EventKind.CONSENSUS, payload, role="coordinator", round=round_no)],
             )
 
         result = await self._step(Step.consensus(round_no), run)
+        if result.get("budget", {}).get("decision") == "stopped":
+            self.state.stopped_by = "token budget"
         return bool(result["stop"])
+
+    def _budget_check(self, next_round: int) -> dict[str, Any]:
+        """Whether the LLM budget left covers the next round, estimated from the tokens this
+        round took (the next has the same members and evidence; members with nothing new to
+        answer make it cheaper). Short: the clinician's choice at the start decides."""
+        left = self.provider.budget_left()
+        estimate = self.state.round_tokens.get(next_round - 1, 0)
+        if left is None or not estimate or estimate <= left:
+            return {}
+        budget = {"round": next_round, "estimate": estimate, "left": left}
+        if self.config.budget_short == "stop":
+            return {
+                "stop": True,
+                "reason": (
+                    f"token budget: round {next_round} needs about {estimate} tokens and "
+                    f"{left} remain; the board ends here, as chosen at the start"
+                ),
+                "budget": {**budget, "decision": "stopped"},
+            }
+        return {
+            "reason": (
+                f"another round, though the token budget left ({left} tokens) will not cover "
+                f"it (about {estimate}): as chosen at the start, the guideline engine answers "
+                "the turns the budget does not cover"
+            ),
+            "budget": {**budget, "decision": "continued"},
+        }
 
     # --- 9-11: gate, review, plan ---------------------------------------------------------------
 
@@ -867,7 +928,7 @@ class Deliberation:
         for round_no in range(1, self.config.max_rounds + 1):
             self.state.rounds = round_no
             if await self._round(round_no, panel, weights):
-                self.state.stopped_by = "agreement"
+                self.state.stopped_by = self.state.stopped_by or "agreement"
                 break
             if not self._time_left():
                 self.state.stopped_by = "time limit"

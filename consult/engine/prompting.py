@@ -1,17 +1,28 @@
-"""Prompts are versioned files in ``prompts/``; a consultation records the versions it used."""
+"""Prompts are versioned files in ``prompts/``; a consultation records the versions it used.
+
+Also what each prompt carries, once: the case sections a role needs, evidence as unit ids with
+a one-line paraphrase (the full text only for the units the member cites), reports and drafts
+as briefs. A prompt's stable part comes first (instructions, then the case and evidence, which
+do not change between rounds) and the round's part last, so that servers with prefix caching
+reuse the start of every member's prompt."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from clinical.vocab import CORE_ROLES
+from consult.engine.protocols import Evidence
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 ROLE_PROMPTS = CORE_ROLES
-ALL_PROMPTS = (*ROLE_PROMPTS, "specialist", "reviewer", "coordinator", "voter", "common")
+ALL_PROMPTS = (*ROLE_PROMPTS, "specialist", "reviewer", "coordinator", "voter", "common", "turn")
+# Turns that judge what others wrote (a review, a vote, the round's summary) start with the short
+# common part ("turn"); a member's own report with the full one ("common").
+SHORT_COMMON = frozenset({"reviewer", "voter", "coordinator"})
 
 
 @cache
@@ -44,9 +55,11 @@ def system_prompt(name: str, role: str, addenda: Mapping[str, str] | None = None
     """The system prompt of a turn: the common part and the named prompt, each with its
     approved addendum when a database version is in force."""
     addenda = addenda or {}
-    common = with_addendum(load("common"), addenda.get("common", ""))
-    # "ROLE:" lets logs, tests and stub servers tell the turns apart without parsing prose.
-    return f"ROLE: {role}\n\n{common}\n\n{with_addendum(load(name), addenda.get(name, ''))}"
+    base = "turn" if name in SHORT_COMMON else "common"
+    common = with_addendum(load(base), addenda.get(base, ""))
+    # The common part first: every member's prompt starts with the same text (a prefix cache
+    # hit). "ROLE:" lets logs, tests and stub servers tell the turns apart without prose.
+    return f"{common}\n\nROLE: {role}\n\n{with_addendum(load(name), addenda.get(name, ''))}"
 
 
 def versions(database: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -58,3 +71,205 @@ def versions(database: Mapping[str, str] | None = None) -> dict[str, str]:
         + (f"+{database[name]}" if name in database else "")
         for name in ALL_PROMPTS
     }
+
+
+# --- what a prompt carries ------------------------------------------------------------------
+
+# The case sections each member reads (FORMAT.md §1): Safety needs organ function, labs,
+# medications and history, not the imaging prose; free-text notes go to the members who
+# establish the diagnosis and choose the pathway. A section not listed for any role (a newer
+# format's) goes to Diagnostic and Treatment.
+_EVERYONE = ("cancer_type", "question")
+_CLINICAL = ("patient", "diagnosis", "index_lesion", "lesions", "staging", "biomarkers")
+CASE_SECTIONS: dict[str, tuple[str, ...]] = {
+    "diagnostic": (*_EVERYONE, *_CLINICAL, "notes"),
+    "treatment": (*_EVERYONE, *_CLINICAL, "labs", "organ_function", "notes"),
+    "safety": (*_EVERYONE, "patient", "diagnosis", "labs", "organ_function"),
+    "monitoring": (*_EVERYONE, *_CLINICAL, "labs"),
+    "hepatology": (*_EVERYONE, "patient", "diagnosis", "staging", "labs", "organ_function"),
+    "pharmacy": (*_EVERYONE, "patient", "diagnosis", "labs", "organ_function"),
+    "cardio_oncology": (*_EVERYONE, "patient", "diagnosis", "organ_function"),
+    "fertility": (*_EVERYONE, "patient", "diagnosis"),
+    "pathology": (*_EVERYONE, "diagnosis", "index_lesion", "biomarkers"),
+}
+_DEFAULT_SECTIONS = (*_EVERYONE, *_CLINICAL, "labs", "organ_function")
+_KNOWN = {s for sections in CASE_SECTIONS.values() for s in sections} | {
+    "format",
+    "case_id",
+    "expected",
+}
+
+
+def compact(value: Any) -> Any:
+    """``value`` without what says nothing: null, "", [] and {} (a field not given is not
+    available, as the common prompt says). False and 0 stay: they are findings."""
+    if isinstance(value, Mapping):
+        kept = {k: compact(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in (None, "", [], {})}
+    if isinstance(value, list | tuple):
+        items = [compact(v) for v in value]
+        return [v for v in items if v not in (None, "", [], {})]
+    return value
+
+
+def compact_dict(value: Mapping[str, Any]) -> dict[str, Any]:
+    """``compact`` of a mapping, typed as one."""
+    kept: dict[str, Any] = compact(value)
+    return kept
+
+
+def case_for(role: str, case: Mapping[str, Any]) -> dict[str, Any]:
+    """The sections of the case ``role`` needs, without empty fields."""
+    sections = CASE_SECTIONS.get(role, _DEFAULT_SECTIONS)
+    case = {**case, "patient": _without_identity(case.get("patient"))}
+    extra = (
+        () if role not in ("diagnostic", "treatment") else tuple(k for k in case if k not in _KNOWN)
+    )
+    return compact_dict({k: case[k] for k in (*sections, *extra) if k in case})
+
+
+def _without_identity(patient: Any) -> Any:
+    """The patient section without the pseudonym: no member needs a name, even a made-up one."""
+    if not isinstance(patient, Mapping):
+        return patient
+    return {k: v for k, v in patient.items() if k != "pseudonym"}
+
+
+def evidence_brief(evidence: Sequence[Evidence], cited: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Each unit as its id and one line (its title), whether it applies (and what is missing
+    when that depends on missing data), what a unit that applies recommends in a few words (a
+    therapy's drugs, a surveillance interval, a safety rule's severity); the full text only for
+    ``cited``."""
+    full = set(cited)
+    lines = []
+    for e in evidence:
+        line: dict[str, Any] = {"unit_id": e.unit_id, "says": e.title, "applies": e.applies}
+        if e.missing:
+            line["missing"] = list(e.missing)
+        # What a unit recommends matters once it applies; until then, what it is waiting for.
+        action = e.action if e.applies is True else {}
+        match action.get("type"):
+            case "therapy":
+                line["action"] = compact(
+                    {
+                        "type": "therapy",
+                        "modality": action.get("modality"),
+                        "description": action.get("description"),
+                        "agents": list(action.get("agents") or ()),
+                    }
+                )
+            case "surveillance":
+                line["action"] = compact(
+                    {
+                        "type": "surveillance",
+                        **{k: action.get(k) for k in ("phase", "what", "interval", "anchor")},
+                    }
+                )
+            case "safety":
+                line["action"] = compact({"type": "safety", "severity": action.get("severity")})
+        if e.unit_id in full:
+            line["text"] = e.text
+        lines.append(line)
+    return lines
+
+
+def report_brief(report: Any) -> dict[str, Any]:
+    """A member's report as another member reads it: its conclusion, its items (by their
+    exact descriptions, which reviews and votes name) and their evidence ids."""
+    data = report.model_dump(mode="json")
+    return compact_dict(
+        {
+            "conclusion": data.get("conclusion"),
+            "claims": [
+                {"text": c.get("text"), "evidence": c.get("evidence")}
+                for c in data.get("claims") or ()
+            ],
+            "intent": data.get("intent"),
+            "components": [
+                {k: c.get(k) for k in ("description", "role", "rank", "when", "agents", "evidence")}
+                for c in data.get("components") or ()
+            ],
+            "constraints": data.get("constraints"),
+            "monitoring": [
+                {k: m.get(k) for k in ("phase", "what", "interval", "anchor")}
+                for m in data.get("monitoring") or ()
+            ],
+            "rejected": data.get("rejected"),
+            "needs_data": data.get("needs_data"),
+        }
+    )
+
+
+def draft_brief(draft: Any) -> dict[str, Any]:
+    """The draft plan as a voter reads it: intent and its items by exact description (the
+    drugs are in the description), what it rules out, the monitoring."""
+    data = draft.model_dump(mode="json")
+    return compact_dict(
+        {
+            # No summary: it is written from these items, and would say them twice.
+            "intent": data.get("intent"),
+            "components": [
+                {k: c.get(k) for k in ("description", "role", "rank")}
+                for c in data.get("components") or ()
+            ],
+            "rejected": [r.get("option") for r in data.get("rejected") or ()],
+            "monitoring": [
+                f"{m.get('phase')}: {m.get('what')} ({m.get('interval')})"
+                for m in data.get("monitoring") or ()
+            ],
+        }
+    )
+
+
+def cited_ids(report: Any) -> set[str]:
+    """The unit ids a report cites (claims, components, constraints, monitoring)."""
+    if report is None:
+        return set()
+    return {
+        unit
+        for items in (report.claims, report.components, report.constraints, report.monitoring)
+        for item in items
+        for unit in item.evidence
+    }
+
+
+def concerning(evidence: Sequence[Evidence], report: Any) -> list[Evidence]:
+    """The units of a reviewer's evidence that bear on ``report``: a safety rule only when it
+    names a drug or modality the report proposes (or names none: a rule about the patient),
+    every other unit once it is decided whether it applies. A rule about drugs nobody proposed
+    has nothing to review."""
+    proposed = {
+        name.lower() for c in report.components for name in (*c.agents, str(c.modality)) if name
+    }
+    words = " ".join(c.description.lower() for c in report.components)
+    kept = []
+    for e in evidence:
+        action = e.action
+        if action.get("type") != "safety":
+            # A therapy step or staging rule that waits for missing data says nothing about
+            # this proposal yet (its member asks for the data in its own report).
+            if e.applies is not None:
+                kept.append(e)
+            continue
+        names = [str(n).lower() for n in (*action.get("agents", ()), *action.get("modalities", ()))]
+        if not names or any(n in proposed or n in words for n in names):
+            kept.append(e)
+    return kept
+
+
+def report_gist(report: Any) -> dict[str, Any]:
+    """A member's report as the Coordinator summarises it: the conclusion, the items proposed,
+    the constraints raised and the data asked for (the evidence behind them is the members')."""
+    data = report.model_dump(mode="json")
+    return compact_dict(
+        {
+            "conclusion": data.get("conclusion"),
+            "components": [
+                f"{c.get('description')} ({c.get('role')})" for c in data.get("components") or ()
+            ],
+            "constraints": [
+                f"{c.get('severity')}: {c.get('text')}" for c in data.get("constraints") or ()
+            ],
+            "needs_data": data.get("needs_data"),
+        }
+    )

@@ -6,19 +6,28 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from consult.engine import guideline, prompting
+from consult.engine.accounting import fallback_text
 from consult.engine.consensus import Consensus
 from consult.engine.context import ReviewInput, RoleInput, SynthesisInput, VoteInput
-from consult.engine.protocols import LLM, Evidence, Usage
-from consult.engine.schemas import CrossReview, RoleReport, Synthesis, Vote
+from consult.engine.protocols import LLM, Usage
+from consult.engine.schemas import (
+    CoordinatorNote,
+    CrossReview,
+    Synthesis,
+    Vote,
+    report_schema,
+)
 
 T = TypeVar("T", bound=BaseModel)
+# _ask's "fallback" when the answer is one given earlier in the run (no call, no fallback).
+CARRIED = "carried"
 logger = logging.getLogger(__name__)
 Delta = Callable[[str], Awaitable[None]] | None
 
@@ -28,10 +37,17 @@ class Answer:
     value: Any
     usage: Usage | None = None
     fallback: str = ""
+    # The member was asked nothing new (no critique addressed to it; the same question as in an
+    # earlier round): its earlier answer stands, and no LLM call was made for it.
+    carried: bool = False
 
 
 class GuidelineProvider:
     name = guideline.ENGINE_NAME
+
+    def budget_left(self) -> int | None:
+        """No LLM, no budget."""
+        return None
 
     async def report(self, inp: RoleInput, on_delta: Delta = None) -> Answer:
         return Answer(guideline.role_report(inp))
@@ -55,27 +71,6 @@ class GuidelineProvider:
 
     async def vote(self, inp: VoteInput) -> Answer:
         return Answer(guideline.vote(inp))
-
-
-def _evidence_lines(evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
-    return [
-        {
-            "unit_id": e.unit_id,
-            "kind": e.kind,
-            "title": e.title,
-            "text": e.text,
-            "grade": e.grade,
-            "applies": e.applies,
-            "missing": list(e.missing),
-            "action": dict(e.action),
-        }
-        for e in evidence
-    ]
-
-
-def _case_view(case: Mapping[str, Any]) -> dict[str, Any]:
-    # Everything the agents may use; "null" in the JSON means not available.
-    return {k: v for k, v in case.items() if k != "expected"}
 
 
 def _usage(usage: Any) -> Usage:
@@ -105,17 +100,39 @@ class LLMProvider:
         # Prompt name -> the admin-approved addendum in force when the consultation started.
         self.addenda = dict(addenda or {})
         self.name = f"llm:{llm.model_for('coordinator')}"
+        # Every question answered in this run (by prompt, role, schema and content, the round
+        # number aside) and its answer: a review of an unchanged report, or a vote on an
+        # unchanged draft by a member whose report is unchanged, is the same question again;
+        # an agreement stands, an objection is asked again.
+        self._answered: dict[str, BaseModel] = {}
+
+    def budget_left(self) -> int | None:
+        """The LLM tokens this consultation may still spend (None: not known)."""
+        left = getattr(self.llm, "budget_left", None)
+        return left() if callable(left) else None
+
+    def _carried(self, key: str, schema: type[T]) -> T | None:
+        value = self._answered.get(key)
+        return value if isinstance(value, schema) else None
 
     async def _ask(
         self, role: str, prompt: str, user: dict[str, Any], schema: type[T], on_delta: Delta = None
     ) -> tuple[T | None, Usage | None, str]:
+        key = json.dumps(
+            [prompt, role, schema.__name__, {k: v for k, v in user.items() if k != "round"}],
+            sort_keys=True,
+            default=str,
+        )
+        carried = self._carried(key, schema)
+        if carried is not None:
+            return carried, None, CARRIED
         system = prompting.system_prompt(prompt, role, self.addenda)
         started = time.monotonic()
         try:
             value, usage = await self.llm.complete_structured(
                 role=role,
                 system=system,
-                user=json.dumps(user, ensure_ascii=False, default=str),
+                user=json.dumps(user, ensure_ascii=False, default=str, separators=(",", ":")),
                 schema=schema,
                 on_delta=on_delta,
             )
@@ -126,66 +143,121 @@ class LLMProvider:
             return (
                 None,
                 _usage(spent) if spent else Usage(latency_ms=(time.monotonic() - started) * 1000),
-                (f"{type(exc).__name__}: guideline engine answered this turn"),
+                fallback_text(type(exc).__name__),
             )
         if not isinstance(value, schema):
-            return None, _usage(usage), "unexpected reply type: guideline engine answered this turn"
+            return None, _usage(usage), fallback_text("UnexpectedReply")
+        if getattr(value, "agree", True):
+            # An objection is asked again: the round that follows exists to answer it.
+            self._answered[key] = value
         return value, _usage(usage), ""
 
+    @staticmethod
+    def _answer(value: Any, usage: Usage | None, fallback: str) -> Answer:
+        if fallback == CARRIED:
+            return Answer(value, None, "", carried=True)
+        return Answer(value, usage, fallback)
+
     async def report(self, inp: RoleInput, on_delta: Delta = None) -> Answer:
+        if inp.round >= 2 and inp.previous is not None and not inp.critiques:
+            # Nothing was addressed to this member since its last report (no critique, no vote
+            # advice): the report stands, as a tumour board member who is not challenged does
+            # not speak again. The round's residual context reaches it when it is challenged.
+            return Answer(inp.previous, None, "", carried=True)
+        # Stable first (who, the case, the evidence: the same in every round), the round last.
         user = {
             "role": inp.role,
-            "round": inp.round,
-            "case": _case_view(inp.case),
-            "derived_staging": dict(inp.staging),
-            "evidence": _evidence_lines(inp.evidence),
-            "residual_contexts": [r.model_dump() for r in inp.residuals[-2:]],
-            "critiques_received": [{"from": who, **c.model_dump()} for who, c in inp.critiques],
-            "similar_past_cases": [asdict(p) for p in inp.experience],
             "specialist_reason": inp.reason,
+            "case": prompting.case_for(inp.role, inp.case),
+            "derived_staging": prompting.compact(dict(inp.staging)),
+            "evidence": prompting.evidence_brief(inp.evidence, prompting.cited_ids(inp.previous)),
+            "round": inp.round,
+            "your_previous_report": (
+                prompting.report_brief(inp.previous) if inp.previous is not None else None
+            ),
+            "residual_contexts": [prompting.compact(r.model_dump()) for r in inp.residuals[-2:]],
+            "critiques_received": [
+                {"from": who, **prompting.compact(c.model_dump())} for who, c in inp.critiques
+            ],
+            "similar_past_cases": [
+                prompting.compact({"label": p.label, "summary": p.summary, "lesson": p.lesson})
+                for p in inp.experience
+            ],
         }
+        user = {k: v for k, v in user.items() if v not in (None, "", [], {})}
         prompt = inp.role if inp.role in prompting.ROLE_PROMPTS else "specialist"
-        value, usage, fallback = await self._ask(inp.role, prompt, user, RoleReport, on_delta)
+        value, usage, fallback = await self._ask(
+            inp.role, prompt, user, report_schema(inp.role), on_delta
+        )
         if value is None:
             answer = await self.fallback.report(inp)
             return Answer(answer.value, usage, fallback)
-        return Answer(value, usage)
+        return self._answer(value.as_report(), usage, fallback)
 
     async def review(self, inp: ReviewInput) -> Answer:
         user = {
             "reviewer": inp.reviewer,
+            "case": prompting.case_for(inp.reviewer, inp.case),
+            "evidence": prompting.evidence_brief(
+                prompting.concerning(inp.evidence, inp.report), prompting.cited_ids(inp.report)
+            ),
             "target": inp.target,
-            "case": _case_view(inp.case),
-            "report": inp.report.model_dump(),
-            "evidence": _evidence_lines(inp.evidence),
+            "report": prompting.report_brief(inp.report),
         }
         value, usage, fallback = await self._ask(inp.reviewer, "reviewer", user, CrossReview)
         if value is None:
             return Answer((await self.fallback.review(inp)).value, usage, fallback)
-        return Answer(value, usage)
+        return self._answer(value, usage, fallback)
 
     async def synthesize(
         self, inp: SynthesisInput, consensus: Consensus, conflicts_text: str
     ) -> Answer:
         computed = (await self.fallback.synthesize(inp, consensus, conflicts_text)).value
         user = {
+            "case": prompting.compact(
+                {
+                    "cancer_type": inp.case.get("cancer_type"),
+                    "question": inp.case.get("question"),
+                }
+            ),
+            "derived_staging": prompting.compact(dict(inp.staging)),
             "round": inp.round,
-            "case": _case_view(inp.case),
-            "derived_staging": dict(inp.staging),
-            "reports": {role: r.model_dump() for role, r in inp.reports.items()},
+            "reports": {role: prompting.report_gist(r) for role, r in inp.reports.items()},
             "critiques": [
-                {"reviewer": a, "target": b, **c.model_dump()} for a, b, c in inp.critiques
+                prompting.compact(
+                    {
+                        "reviewer": a,
+                        "target": b,
+                        "agree": c.agree,
+                        "critique": c.critique,
+                        "concerns": c.concerns,
+                        "demote": c.demote,
+                    }
+                )
+                for a, b, c in inp.critiques
             ],
-            "weights": dict(inp.weights),
-            "weighted_consensus": {
-                "kept": [c.model_dump() for c in consensus.components],
-                "rejected": [r.model_dump() for r in consensus.rejected],
-                "support": consensus.support,
-            },
-            "previous_residual_contexts": [r.model_dump() for r in inp.residuals[-2:]],
-            "similar_past_cases": [asdict(p) for p in inp.experience],
+            "weights": {role: round(w, 2) for role, w in inp.weights.items()},
+            "weighted_consensus": prompting.compact(
+                {
+                    "kept": [
+                        {"description": c.description, "role": c.role, "rank": c.rank}
+                        for c in consensus.components
+                    ],
+                    "rejected": [r.model_dump() for r in consensus.rejected],
+                    "support": consensus.support,
+                }
+            ),
+            "previous_residual_contexts": [
+                prompting.compact(r.model_dump()) for r in inp.residuals[-2:]
+            ],
+            "similar_past_cases": [
+                prompting.compact({"label": p.label, "summary": p.summary, "lesson": p.lesson})
+                for p in inp.experience
+            ],
         }
-        value, usage, fallback = await self._ask("coordinator", "coordinator", user, Synthesis)
+        value, usage, fallback = await self._ask(
+            "coordinator", "coordinator", user, CoordinatorNote
+        )
         if value is None:
             return Answer(computed, usage, fallback)
         # The Coordinator writes the residual context; the components are the weighted
@@ -205,17 +277,18 @@ class LLMProvider:
                 )
             }
         )
-        return Answer(Synthesis(residual=residual, draft=draft, confidence=value.confidence), usage)
+        synthesis = Synthesis(residual=residual, draft=draft, confidence=value.confidence)
+        return self._answer(synthesis, usage, fallback)
 
     async def vote(self, inp: VoteInput) -> Answer:
         user = {
             "role": inp.role,
             "round": inp.round,
-            "your_report": inp.report.model_dump(),
-            "draft_plan": inp.draft.model_dump(),
-            "evidence": _evidence_lines(inp.evidence),
+            "your_report": prompting.report_brief(inp.report),
+            # The member's report names the units it rests on; the draft is what is voted on.
+            "draft_plan": prompting.draft_brief(inp.draft),
         }
         value, usage, fallback = await self._ask(inp.role, "voter", user, Vote)
         if value is None:
             return Answer((await self.fallback.vote(inp)).value, usage, fallback)
-        return Answer(value, usage)
+        return self._answer(value, usage, fallback)

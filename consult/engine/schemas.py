@@ -167,3 +167,83 @@ class Vote(_Model):
         default_factory=list,
         description="Components (exact description) the voter wants removed in the revision.",
     )
+
+
+# --- what is sent to the LLM: each role's part of the schema --------------------------------
+# A member is asked only for the fields its role fills (Safety: constraints; Monitoring: the
+# monitoring items; Treatment: the pathway); its reply is validated against that part and read
+# as the whole RoleReport (every other field at its default). The JSON Schema title stays the
+# message's name ("RoleReport"), so logs and test servers tell the turns apart as before.
+
+
+class _WireReport(_Model):
+    model_config = ConfigDict(extra="ignore", title="RoleReport")
+
+    conclusion: str
+    claims: list[Claim] = Field(default_factory=list)
+    needs_data: list[str] = Field(default_factory=list)
+    confidence: float = Field(ge=0, le=1)
+
+    def as_report(self) -> RoleReport:
+        return RoleReport.model_validate(self.model_dump())
+
+
+class DiagnosticReport(_WireReport):
+    pass
+
+
+class TreatmentComponent(_Model):
+    """The fields of a proposed component that a member writes; the rest (preference,
+    interchangeable agents, ...) come from the knowledge units the engine matches it to."""
+
+    modality: Modality
+    description: str
+    agents: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
+    role: ComponentRole = ComponentRole.PRIMARY
+    rank: int | None = Field(default=None, ge=1)
+    when: str = ""
+    dose_adjustments: list[str] = Field(default_factory=list)
+    adjunct: bool = False
+
+
+class TreatmentReport(_WireReport):
+    intent: Intent | None = None
+    components: list[TreatmentComponent] = Field(default_factory=list)
+    rejected: list[RejectedOption] = Field(default_factory=list)
+    answers: list[ObjectionAnswer] = Field(default_factory=list)
+
+
+class SafetyReport(_WireReport):
+    constraints: list[Constraint] = Field(default_factory=list)
+
+
+class MonitoringReport(_WireReport):
+    monitoring: list[MonitoringProposal] = Field(default_factory=list)
+
+
+class SpecialistReport(_WireReport):
+    constraints: list[Constraint] = Field(default_factory=list)
+    components: list[TreatmentComponent] = Field(default_factory=list)
+
+
+REPORT_SCHEMAS: dict[str, type[_WireReport]] = {
+    "diagnostic": DiagnosticReport,
+    "treatment": TreatmentReport,
+    "safety": SafetyReport,
+    "monitoring": MonitoringReport,
+}
+
+
+def report_schema(role: str) -> type[_WireReport]:
+    return REPORT_SCHEMAS.get(role, SpecialistReport)
+
+
+class CoordinatorNote(_Model):
+    """What the Coordinator writes: the round's residual context and its confidence (the
+    draft's items are the weighted consensus, computed; its summary is written from them)."""
+
+    model_config = ConfigDict(extra="ignore", title="Synthesis")
+
+    residual: ResidualContext
+    confidence: float = Field(ge=0, le=1)

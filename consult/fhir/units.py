@@ -7,8 +7,6 @@ import functools
 import math
 from typing import Any
 
-from ucumvert import PintUcumRegistry
-
 UCUM_SYSTEM = "http://unitsofmeasure.org"
 
 # Dimensionless codes FHIR uses for ratios and scores (UCUM "1" and its annotations).
@@ -22,6 +20,10 @@ class UnitError(ValueError):
 @functools.cache
 def _registry() -> Any:
     # Built once per process (about half a second): the UCUM grammar and pint's definitions.
+    # Imported here, when a unit is first converted: pint brings scipy along, and a process
+    # that never reads a FHIR Bundle (a consultation, runcase of a case file) must not pay it.
+    from ucumvert import PintUcumRegistry
+
     return PintUcumRegistry()
 
 

@@ -19,6 +19,13 @@ from clinical.vocab import (
     STAGING_LABELS,
     EventKind,
 )
+from consult.engine.accounting import (
+    Account,
+    budget_note,
+    joined,
+    status_line,
+    turn_from_payload,
+)
 from consult.labels import fact_label
 from consult.plan_view import PlanView, cancer_of, need_label, plan_view
 
@@ -37,6 +44,7 @@ class Panel:
     round: int = 0
     report: dict[str, Any] | None = None
     fallback: str = ""
+    carried: bool = False  # the round's report is the previous one (no LLM call)
     ungrounded: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] | None = None
     # The drugs and modalities the Treatment member proposes (None before it has), and the
@@ -157,6 +165,9 @@ class Board:
     plan: dict[str, Any] | None = None
     tokens: int = 0
     cost_usd: float = 0.0
+    # Every LLM turn: tokens per role and round, and the turns the guideline engine answered.
+    llm: Account = field(default_factory=Account)
+    budget_note: str = ""  # a round-end budget check that stopped or warned
     resumed: bool = False
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -205,6 +216,26 @@ class Board:
     @property
     def finished(self) -> bool:
         return self.status in ("completed", "failed", "cancelled")
+
+    @property
+    def fallback_note(self) -> str:
+        """ "20 of 57 turns answered by the guideline engine: token budget reached" ("" when
+        the LLM answered every turn, and in guideline mode), and a budget check's decision."""
+        return joined(self.llm.note, self.budget_note)
+
+    @property
+    def status_text(self) -> str:
+        """The status as the clinician reads it: "completed — 20 of 57 turns answered by the
+        guideline engine: token budget reached"."""
+        return status_line(self.status, self.fallback_note)
+
+    @property
+    def usage_rows(self) -> list[dict[str, Any]]:
+        """Tokens per round and role, in round order, for the board's usage table."""
+        return [
+            {"round": number, "role": role, "label": _role_label(role), **tally.as_dict()}
+            for (number, role), tally in sorted(self.llm.by_round_role.items())
+        ]
 
     @property
     def elapsed_seconds(self) -> int | None:
@@ -262,18 +293,21 @@ def apply(board: Board, event: dict[str, Any]) -> set[str]:
             return {f"panel:{role}"}
         case EventKind.CRITIQUE:
             board.round(number).critiques.append(payload)
-            return {f"round:{number}"}
+            return {f"round:{number}", *_turn(board, "review", role, number, payload)}
         case EventKind.RESIDUAL:
             board.round(number).residual = _with_memory(payload)
             return {f"round:{number}"}
         case EventKind.DRAFT:
             board.round(number).draft = payload
-            return {f"round:{number}"}
+            return {f"round:{number}", *_turn(board, "synthesis", role, number, payload)}
         case EventKind.VOTE:
             board.round(number).votes.append((role, payload.get("vote", {})))
-            return {f"round:{number}"}
+            return {f"round:{number}", *_turn(board, "vote", role, number, payload)}
         case EventKind.CONSENSUS:
             board.round(number).consensus = payload
+            if payload.get("budget"):
+                board.budget_note = budget_note(payload["budget"])
+                return {f"round:{number}", "metrics"}
             return {f"round:{number}"}
         case EventKind.CONFLICT:
             board.conflicts.append({**payload, "round": number, "raised_by": role})
@@ -330,6 +364,7 @@ def _message(board: Board, role: str, number: int, payload: dict[str, Any]) -> s
     panel = board.panel(role)
     panel.report, panel.round, panel.state = payload["report"], number, "done"
     panel.fallback = payload.get("fallback") or ""
+    panel.carried = bool(payload.get("carried_over"))
     panel.usage = payload.get("usage")
     changed = {f"panel:{role}"}
     treatment = board.panels["treatment"].report if "treatment" in board.panels else None
@@ -340,13 +375,22 @@ def _message(board: Board, role: str, number: int, payload: dict[str, Any]) -> s
                 other.proposed = proposed
                 if (other.report or {}).get("constraints"):
                     changed.add(f"panel:{key}")
-    if not panel.usage:
-        return changed
-    board.tokens += int(panel.usage.get("prompt_tokens", 0)) + int(
-        panel.usage.get("completion_tokens", 0)
-    )
-    board.cost_usd += float(panel.usage.get("cost_usd", 0.0))
-    return {*changed, "metrics"}
+    return {*changed, *_turn(board, "report", role, number, payload)}
+
+
+def _turn(board: Board, step: str, role: str, number: int, payload: dict[str, Any]) -> set[str]:
+    """An LLM turn's tokens, cost and fallback into the board's account ("metrics" changed);
+    nothing for a step no LLM was asked to answer."""
+    turn = turn_from_payload(step, role or "coordinator", number, payload)
+    if not board.llm.add(turn):
+        return set()
+    board.tokens += turn.prompt_tokens + turn.completion_tokens
+    board.cost_usd += turn.cost_usd
+    return {"metrics"}
+
+
+def _role_label(role: str) -> str:
+    return ROLE_LABELS.get(role, role.replace("_", " ").title())
 
 
 def _node(board: Board, role: str, number: int, payload: dict[str, Any]) -> set[str]:
@@ -369,7 +413,17 @@ def _node(board: Board, role: str, number: int, payload: dict[str, Any]) -> set[
 # The kinds that change the status line (status, error, resume, tokens, cost, clock): the
 # page's status poll folds only these.
 STATUS_LINE_KINDS: frozenset[EventKind] = frozenset(
-    {EventKind.STATUS, EventKind.CANCELLED, EventKind.MESSAGE}
+    {
+        EventKind.STATUS,
+        EventKind.CANCELLED,
+        # The LLM turns: their tokens, cost and fallbacks are on the status line, and so is a
+        # round-end budget check.
+        EventKind.MESSAGE,
+        EventKind.CONSENSUS,
+        EventKind.CRITIQUE,
+        EventKind.DRAFT,
+        EventKind.VOTE,
+    }
 )
 
 

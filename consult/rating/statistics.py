@@ -12,11 +12,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
+
+
+@cache
+def _stats() -> Any:  # scipy ships no types
+    """scipy.stats, imported when a figure is first computed: it takes seconds and tens of MB,
+    and every process that imports this module (a consultation records vetted judgements
+    through it) would otherwise pay that at start-up."""
+    from scipy import stats
+
+    return stats
 
 
 @dataclass(frozen=True)
@@ -37,7 +48,7 @@ def mean_ci(values: Sequence[float], *, confidence: float = CONFIDENCE) -> MeanC
     if n < 2:
         return MeanCI(n, mean, None, None)
     sem = float(data.std(ddof=1)) / math.sqrt(n)
-    half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * sem
+    half = float(_stats().t.ppf((1 + confidence) / 2, n - 1)) * sem
     return MeanCI(n, mean, mean - half, mean + half)
 
 
@@ -61,7 +72,7 @@ def proportion_ci(k: int, n: int, *, confidence: float = CONFIDENCE) -> Proporti
     """A proportion with its Wilson score interval (good at small n and near 0 or 1)."""
     if n == 0:
         return None
-    z = float(stats.norm.ppf((1 + confidence) / 2))
+    z = float(_stats().norm.ppf((1 + confidence) / 2))
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
@@ -112,14 +123,14 @@ def icc_2_1(matrix: Sequence[Sequence[float]], *, confidence: float = CONFIDENCE
         # (which absolute agreement counts). F is infinite and the interval degenerate.
         return ICC(float(icc), None, None, math.inf, df_rows, df_error, 0.0, n, k)
     f = msr / mse
-    p = float(stats.f.sf(f, df_rows, df_error))
+    p = float(_stats().f.sf(f, df_rows, df_error))
     # McGraw & Wong (1996), case 2A: Satterthwaite's degrees of freedom for the denominator.
     alpha = 1 - confidence
     a = k * icc / (n * (1 - icc))
     b = 1 + k * icc * (n - 1) / (n * (1 - icc))
     v = (a * msc + b * mse) ** 2 / ((a * msc) ** 2 / df_cols + (b * mse) ** 2 / df_error)
-    f_lower = float(stats.f.ppf(1 - alpha / 2, df_rows, v))
-    f_upper = float(stats.f.ppf(1 - alpha / 2, v, df_rows))
+    f_lower = float(_stats().f.ppf(1 - alpha / 2, df_rows, v))
+    f_upper = float(_stats().f.ppf(1 - alpha / 2, v, df_rows))
     low = n * (msr - f_lower * mse) / (f_lower * (k * msc + (k * n - k - n) * mse) + n * msr)
     high = n * (f_upper * msr - mse) / (k * msc + (k * n - k - n) * mse + n * f_upper * msr)
     return ICC(float(icc), float(low), float(high), float(f), df_rows, df_error, p, n, k)
@@ -146,7 +157,7 @@ def mann_whitney(x: Sequence[float], y: Sequence[float]) -> MannWhitney | None:
     if len(set(x) | set(y)) == 1:
         # Every value the same: no ranks to compare.
         return MannWhitney(len(x) * len(y) / 2, 1.0, 0.0, len(x), len(y))
-    result = stats.mannwhitneyu(x, y, alternative="two-sided")
+    result = _stats().mannwhitneyu(x, y, alternative="two-sided")
     u = float(result.statistic)
     return MannWhitney(u, float(result.pvalue), 2 * u / (len(x) * len(y)) - 1, len(x), len(y))
 
@@ -167,7 +178,7 @@ def kruskal_wallis(groups: Sequence[Sequence[float]]) -> KruskalWallis | None:
     n = sum(len(g) for g in present)
     if len({v for g in present for v in g}) == 1:
         return KruskalWallis(0.0, 1.0, len(present), n)
-    result = stats.kruskal(*present)
+    result = _stats().kruskal(*present)
     return KruskalWallis(float(result.statistic), float(result.pvalue), len(present), n)
 
 
@@ -192,7 +203,7 @@ def spearman_matrix(columns: Sequence[Sequence[float]]) -> list[list[Correlation
             elif i == j:
                 row.append(Correlation(1.0, None, n))
             else:
-                result = stats.spearmanr(x, y)
+                result = _stats().spearmanr(x, y)
                 row.append(Correlation(float(result.statistic), float(result.pvalue), n))
         out.append(row)
     return out
@@ -267,7 +278,7 @@ def bang_index(
     pc, pi = correct / n, incorrect / n
     index = pc - pi
     se = math.sqrt(max(0.0, pc + pi - index * index) / n)
-    z = float(stats.norm.ppf((1 + confidence) / 2))
+    z = float(_stats().norm.ppf((1 + confidence) / 2))
     return BlindingIndex(
         index, max(-1.0, index - z * se), min(1.0, index + z * se), correct, incorrect, dont_know
     )

@@ -150,6 +150,14 @@ class Recommendation:
     evidence: list[EvidenceRef]
     engine: str
     rounds: Any
+    # An LLM consultation's account (the plan's "llm" block): how many turns the guideline
+    # engine answered and why, and the tokens spent ({} for the guideline engine).
+    llm: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fallback_note(self) -> str:
+        """ "20 of 57 turns answered by the guideline engine: token budget reached", or ""."""
+        return str(self.llm.get("note") or "")
 
     @property
     def gate_summary(self) -> str:
@@ -366,6 +374,7 @@ def recommendation_view(
         evidence=list(evidence.values()),
         engine=str(doc.get("engine") or ""),
         rounds=doc.get("rounds"),
+        llm=dict(doc.get("llm") or {}),
     )
 
 

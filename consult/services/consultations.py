@@ -20,6 +20,7 @@ from django.utils import timezone
 from clinical.frozen import FrozenFacts
 from clinical.vocab import EventKind
 from consult.engine import prompting
+from consult.engine.accounting import Account, Turn, account, budget_note, joined
 from consult.engine.aio import run_coroutine
 from consult.engine.deliberation import Cancelled, Deliberation, EngineConfig
 from consult.engine.protocols import EngineEvent
@@ -31,7 +32,9 @@ from consult.journal.store import DbStepStore
 from consult.labels import fact_labels
 from consult.learning import DbExperience, recalled
 from consult.models import (
+    AgentMessage,
     Consultation,
+    ConsultationEvent,
     ConsultationStatus,
     DossierStatus,
     EngineChoice,
@@ -94,6 +97,7 @@ def consultation_start(
     dossier: LesionDossier,
     engine: str = EngineChoice.GUIDELINE,
     max_rounds: int = 3,
+    budget_short: str = "stop",
     enqueue: bool = True,
     idempotency_key: uuid.UUID | None = None,
 ) -> Consultation:
@@ -121,6 +125,7 @@ def consultation_start(
     weights = forces["weights"]
     config = EngineConfig(  # validates the limits
         max_rounds=max_rounds,
+        budget_short=budget_short or "stop",
         experience_k=django_settings.MEMORY_TOP_K,
         weight_offsets=weights["offsets"],
     )
@@ -132,6 +137,7 @@ def consultation_start(
         idempotency_key=idempotency_key,
         config={
             "max_rounds": config.max_rounds,
+            "budget_short": config.budget_short,
             "agreement": config.agreement,
             "wall_clock_s": config.wall_clock_s,
             "experience_k": config.experience_k,
@@ -223,17 +229,28 @@ def _end(
     kb_versions: list[int] | None = None,
 ) -> None:
     """The run's end, on the locked consultation row: its plan (if any), final status, the
-    board's status event, the audit record, and the clinician's notice after commit."""
+    board's status event, the audit record, and the clinician's notice after commit.
+
+    An LLM consultation says on its status, its plan (``llm``) and the board how many of its
+    turns the guideline engine answered, and why: never a silent "completed"."""
+    note = ""
+    if consultation.engine == EngineChoice.LLM:
+        spent = llm_account(consultation)
+        budget = _budget_decision(consultation)
+        note = joined(spent.note, budget_note(budget))
+        if plan is not None:
+            plan = {**plan, "llm": {**spent.as_dict(), "note": note, "budget": budget or None}}
     if plan is not None:
         Plan.objects.create(
             consultation=consultation, payload=plan, content_hash=payload_hash(plan)
         )
     consultation.status = status
+    consultation.status_note = note[:300]
     consultation.finished_at = timezone.now()
     consultation.error = error[:500]
     consultation.lease_owner = ""
     consultation.lease_until = None
-    fields = ["status", "finished_at", "error", "lease_owner", "lease_until"]
+    fields = ["status", "status_note", "finished_at", "error", "lease_owner", "lease_until"]
     if kb_versions is not None:
         consultation.kb_versions = sorted(kb_versions)
         fields.append("kb_versions")
@@ -241,7 +258,7 @@ def _end(
     consultation.save(update_fields=fields)
     events_append(
         consultation=consultation,
-        events=[EngineEvent(EventKind.STATUS, {"status": status, "error": error})],
+        events=[EngineEvent(EventKind.STATUS, {"status": status, "error": error, "note": note})],
     )
     audit_record(
         action=f"consultation.{status}",
@@ -253,11 +270,46 @@ def _end(
     )
     notice = {
         "user_id": consultation.created_by_id,
-        "level": "success" if status == "completed" else "warning",
-        "text": f"Consultation on {case_id}: {status}.",
+        "level": "success" if status == "completed" and not note else "warning",
+        "text": f"Consultation on {case_id}: {consultation.status_text}.",
     }
     # After the board's last events, on their thread: the run is done once it is saved.
     transaction.on_commit(lambda: broadcaster.notice_broadcast(notice))
+
+
+def llm_account(consultation: Consultation) -> Account:
+    """Every LLM turn of the consultation, from its journal (so a resumed run counts the turns
+    of the run before it): tokens per call, role and round, and the guideline engine's turns."""
+    rows = AgentMessage.objects.filter(consultation=consultation).values_list(
+        "round", "role", "kind", "model_name", "tokens_prompt", "tokens_completion",
+        "cost_usd", "fallback",
+    )  # fmt: skip
+    return account(
+        Turn(
+            round=number,
+            role=role,
+            step=kind,
+            model=model,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost_usd=float(cost),
+            fallback=fallback,
+        )
+        for number, role, kind, model, prompt, completion, cost, fallback in rows
+    )
+
+
+def _budget_decision(consultation: Consultation) -> dict[str, Any]:
+    """The last round-end budget check that found the budget short ({} if none did)."""
+    payload = (
+        ConsultationEvent.objects.filter(
+            consultation=consultation, kind=EventKind.CONSENSUS, payload__has_key="budget"
+        )
+        .order_by("-seq")
+        .values_list("payload", flat=True)
+        .first()
+    )
+    return dict((payload or {}).get("budget") or {})
 
 
 def consultation_run(*, consultation_id: int) -> str:
@@ -331,9 +383,11 @@ def _deliberate(consultation: Consultation, retriever: DbRetriever, frozen: Froz
             raise LLMNotConfigured(NO_LLM)
         from consult.llm import Budget, LLMClient
 
-        llm = LLMClient(
-            settings, Budget(tokens=settings.token_budget, cost_usd=settings.cost_budget_usd)
-        )
+        budget = Budget(tokens=settings.token_budget, cost_usd=settings.cost_budget_usd)
+        # A resumed run goes on with what the run before it spent, not a fresh allowance.
+        budget.tokens_used = consultation.tokens_prompt + consultation.tokens_completion
+        budget.cost_used = float(consultation.cost_usd)
+        llm = LLMClient(settings, budget)
         provider = LLMProvider(llm, addenda=consultation.config.get("prompt_addenda") or {})
     store = DbStepStore(consultation.pk)
     Consultation.objects.filter(pk=consultation.pk).update(engine_label=provider.name)

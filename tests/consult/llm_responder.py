@@ -25,8 +25,7 @@ def _report(role: str, data: dict[str, Any]) -> dict[str, Any]:
     report: dict[str, Any] = {
         "conclusion": f"{role} assessment",
         "claims": [
-            {"text": e["title"], "evidence": [e["unit_id"]], "confidence": 0.8}
-            for e in evidence[:5]
+            {"text": e["says"], "evidence": [e["unit_id"]], "confidence": 0.8} for e in evidence[:5]
         ],
         "confidence": 0.8,
     }
@@ -35,7 +34,7 @@ def _report(role: str, data: dict[str, Any]) -> dict[str, Any]:
         report["components"] = [
             {
                 "modality": e["action"].get("modality", "systemic"),
-                "description": e["action"].get("description", e["title"]),
+                "description": e["action"].get("description", e["says"]),
                 "agents": e["action"].get("agents", []),
                 "evidence": [e["unit_id"]],
             }
@@ -67,7 +66,7 @@ def clinical_responder(
                 (
                     n
                     for n in ("RoleReport", "CrossReview", "Synthesis", "Vote")
-                    if f'"title": "{n}"' in request.system
+                    if f'"title": "{n}"' in request.system or f'"title":"{n}"' in request.system
                 ),
                 "RoleReport",
             )

@@ -15,7 +15,7 @@ from consult.bundle_retriever import BundleRetriever
 from consult.engine.deliberation import Deliberation, EngineConfig
 from consult.engine.protocols import Evidence, MemoryStore, Retriever, StepStore
 from consult.engine.providers import GuidelineProvider, LLMProvider
-from consult.engine.schemas import CrossReview, RoleReport, Synthesis, Vote
+from consult.engine.schemas import RoleReport, Synthesis
 from tests.fixtures.seed import seed_bundle
 
 
@@ -57,7 +57,11 @@ class ScriptedLLM:
         self, *, role: str, system: str, user: str, schema: type[BaseModel], on_delta: Any = None
     ) -> Any:
         self.calls.append((role, schema.__name__))
-        reply = self.answer(role, schema, json.loads(user))
+        # A member is sent its role's part of RoleReport, the Coordinator its part of Synthesis:
+        # the answers are written for the message the schema's title names.
+        title = schema.model_json_schema().get("title")
+        message = {"RoleReport": RoleReport, "Synthesis": Synthesis}.get(str(title), schema)
+        reply = self.answer(role, message, json.loads(user))
         if isinstance(reply, Exception):
             raise reply
         if on_delta is not None:
@@ -91,7 +95,10 @@ def llm_answers(
     def answer(role: str, schema: type, user: dict[str, Any]) -> Any:
         if role in invalid_roles:
             return ValueError("reply stayed invalid after repair")
-        if schema is RoleReport:
+        # Each role is sent its part of RoleReport, and the Coordinator its part of Synthesis:
+        # the schema's title names the message.
+        name = schema.model_json_schema().get("title")
+        if name == "RoleReport":
             evidence = [e["unit_id"] for e in user["evidence"] if e["applies"]]
             report: dict[str, Any] = {
                 "conclusion": f"{role} view",
@@ -108,9 +115,9 @@ def llm_answers(
                 report["components"] = [propose]
                 report["intent"] = "palliative"
             return report
-        if schema is CrossReview:
+        if name == "CrossReview":
             return {"agree": True, "critique": "No objection."}
-        if schema is Synthesis:
+        if name == "Synthesis":
             return {
                 "residual": {
                     "consistency": "c",
@@ -121,7 +128,7 @@ def llm_answers(
                 "draft": {"summary": "LLM summary", "intent": "palliative", "components": []},
                 "confidence": 0.8,
             }
-        if schema is Vote:
+        if name == "Vote":
             round_no = user["round"]
             votes_seen[round_no] = votes_seen.get(round_no, 0) + 1
             disagree = round_no <= disagree_rounds and user["role"] == "safety"

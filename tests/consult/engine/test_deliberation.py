@@ -216,3 +216,52 @@ def test_llm_turn_that_fails_falls_back_to_the_guideline_engine_and_says_so(
         "osimertinib"
         in " ".join(a for c in plan.recommendation.components for a in c.agents).lower()
     )
+
+
+class _Budgeted(ScriptedLLM):
+    """A scripted LLM whose consultation has ``left`` tokens of its budget left."""
+
+    def __init__(self, answer: Any, left: int) -> None:
+        super().__init__(answer)
+        self.left = left
+
+    def budget_left(self) -> int:
+        return self.left
+
+
+@pytest.mark.parametrize(
+    ("choice", "rounds", "decision"), [("stop", 1, "stopped"), ("continue", 2, "continued")]
+)
+def test_a_round_the_budget_will_not_cover_is_known_before_it_starts(
+    retriever: Any, choice: str, rounds: int, decision: str
+) -> None:
+    # given a board that wants a second round and a budget left far smaller than a round costs
+    case, _ = load_case(PUBLIC_CASES / "pub-lung-01.json")
+    llm = _Budgeted(llm_answers(disagree_rounds=1), left=20)
+    store = MemoryStore()
+    plan = run_coroutine(
+        lambda: deliberation(
+            case,
+            retriever=retriever,
+            store=store,
+            provider=LLMProvider(llm),
+            config=EngineConfig(budget_short=choice),
+        ).run()
+    )
+    # then round 1's end says so, with the estimate (round 1's tokens) and what is left, and
+    # the clinician's choice decides whether round 2 runs
+    first = next(e.payload for e in store.events if e.kind == "consensus")
+    round_one = sum(
+        (e.payload.get("usage") or {}).get("prompt_tokens", 0)
+        + (e.payload.get("usage") or {}).get("completion_tokens", 0)
+        for e in store.events
+        if e.round == 1 and e.kind in ("message", "critique", "draft", "vote")
+    )
+    assert first["budget"] == {"round": 2, "estimate": round_one, "left": 20, "decision": decision}
+    assert plan.rounds == rounds
+    assert "token budget" in first["reason"]
+
+
+def test_engine_config_refuses_an_unknown_budget_choice() -> None:
+    with pytest.raises(ValueError, match="budget_short"):
+        EngineConfig(budget_short="maybe")

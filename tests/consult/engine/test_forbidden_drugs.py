@@ -227,7 +227,7 @@ def _insisting_responder(insists: list[dict[str, Any]]) -> Callable[[StubRequest
         cited = [
             e["unit_id"]
             for e in data.get("evidence", [])
-            if e.get("applies") is True and e["action"].get("type") == "therapy"
+            if e.get("applies") is True and (e.get("action") or {}).get("type") == "therapy"
         ]
         items = [{**item, "evidence": cited[:1]} for item in insists]
         if schema == "RoleReport":

@@ -7,7 +7,7 @@ import json
 import logging
 import pickle
 import time
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
@@ -20,6 +20,8 @@ from consult.llm import (
     LLMSettings,
     LLMUnavailable,
     LLMUsage,
+    approx_tokens,
+    wire_schema,
 )
 from tests.llm_stub import StubLLM, StubReply, StubRequest, stub_llm
 
@@ -81,7 +83,7 @@ async def test_llm_client_happy_path_json_schema() -> None:
     assert not request.stream
     assert request.response_format == {
         "type": "json_schema",
-        "json_schema": {"name": "Verdict", "schema": Verdict.model_json_schema(), "strict": False},
+        "json_schema": {"name": "Verdict", "schema": wire_schema(Verdict), "strict": False},
     }
     assert request.system == SYSTEM  # json_schema mode leaves the prompt alone
     assert request.headers["authorization"] == "Bearer sk-test"
@@ -147,7 +149,8 @@ async def test_llm_client_falls_back_to_json_object_and_remembers() -> None:
     assert kinds == ["json_schema", "json_object", "json_object"]  # rejected once, remembered
     fallback = stub.requests[1]
     assert fallback.system.startswith(SYSTEM)
-    assert json.dumps(Verdict.model_json_schema()) in fallback.system
+    # the schema is in the prompt (as sent with json_schema: its constraints, compact)
+    assert json.dumps(wire_schema(Verdict), separators=(",", ":")) in fallback.system
     assert "JSON" in fallback.system
     assert (first_usage.mode, first_usage.attempts) == ("json_object", 2)
     assert (second_usage.mode, second_usage.attempts) == ("json_object", 1)
@@ -373,7 +376,8 @@ async def test_llm_client_concurrent_calls_each_charge_once() -> None:
         async with LLMClient(settings_for(stub), budget) as client:
             results = await asyncio.gather(*(ask(client, role=role) for role in roles))
     assert len(stub.requests) == 5
-    per_call = 50 + len(VALID) // 4
+    # every request the same size: each charged what the server reported for it, once
+    per_call = stub.requests[0].prompt_tokens + len(VALID) // 4
     assert [usage.total_tokens for _, usage in results] == [per_call] * 5
     assert budget.tokens_used == 5 * per_call
     assert budget.cost_used == pytest.approx(sum(usage.cost_usd for _, usage in results))
@@ -467,3 +471,52 @@ def test_llm_settings_from_env_rejects_half_a_configuration(missing: str) -> Non
     del env[missing]
     with pytest.raises(ValueError, match=missing):
         LLMSettings.from_env(env)
+
+
+# --- what a request costs ------------------------------------------------------------------------
+class _Described(BaseModel):
+    """A docstring that becomes a description."""
+
+    description: str = Field(description="A property that happens to be called description.")
+    severity: Literal["critical", "major"] = Field(default="major", title="Severity of it")
+    share: float = Field(ge=0, le=1, description="Between 0 and 1.")
+
+
+def test_the_schema_sent_keeps_every_constraint_and_drops_the_annotations() -> None:
+    sent = wire_schema(_Described)
+    full = _Described.model_json_schema()
+    # the message's name, its properties (one of them called "description"), types, enums,
+    # bounds and what is required stay
+    assert sent["title"] == "_Described"
+    assert set(sent["properties"]) == {"description", "severity", "share"}
+    assert sent["required"] == full["required"]
+    assert sent["properties"]["severity"]["enum"] == ["critical", "major"]
+    assert (sent["properties"]["share"]["minimum"], sent["properties"]["share"]["maximum"]) == (
+        0,
+        1,
+    )
+    # and what only annotates does not: no description, no per-field title, no default
+    text = json.dumps(sent)
+    assert "Between 0 and 1" not in text
+    assert "happens to be called" not in text
+    assert "Severity of it" not in text
+    assert "default" not in text
+    assert len(text) < len(json.dumps(full))
+
+
+async def test_the_stub_reports_usage_from_the_request_and_the_reply() -> None:
+    # given a stub that is not told what usage to report
+    with stub_llm(StubReply(content=VALID)) as stub:
+        async with LLMClient(settings_for(stub), big_budget()) as client:
+            _, usage = await ask(client, role="safety")
+        [request] = stub.requests
+    # then it reports characters ÷ 4 of what was sent (messages and schema) and of its reply,
+    # the rule every test and the bench count by
+    sent = SYSTEM + USER + json.dumps(request.response_format, ensure_ascii=False)
+    assert usage.prompt_tokens == request.prompt_tokens == approx_tokens(sent) == len(sent) // 4
+    assert usage.completion_tokens == len(VALID) // 4
+    # and a prompt ten times as long costs about nine prompts more
+    with stub_llm(StubReply(content=VALID)) as stub:
+        async with LLMClient(settings_for(stub), big_budget()) as client:
+            _, longer = await ask(client, role="safety", user=USER * 10)
+    assert abs(longer.prompt_tokens - usage.prompt_tokens - len(USER) * 9 / 4) <= 1
