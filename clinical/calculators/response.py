@@ -281,10 +281,13 @@ def _parse_lesion(raw: object, path: str) -> Lesion:
             f"{path}.measurements", f"more than {MAX_MEASUREMENTS} measurements of one lesion"
         )
     units: set[str] = set()
-    measurements = [
-        _parse_measurement(m, f"{path}.measurements[{i}]", units)
-        for i, m in enumerate(measurements_raw)
-    ]
+    try:
+        measurements = [
+            _parse_measurement(m, f"{path}.measurements[{i}]", units)
+            for i, m in enumerate(measurements_raw)
+        ]
+    except LesionInputError as error:
+        raise LesionInputError(error.path, f"lesion {lesion_id}: {error.message}") from None
     seen: dict[date, int] = {}
     for i, m in enumerate(measurements):
         if m.date is not None and m.date in seen:
@@ -348,9 +351,12 @@ def lesions_from_case(case: Mapping[str, Any]) -> list[Lesion]:
 def _diagnosis_date(case: Mapping[str, Any]) -> date | None:
     diagnosis = case.get("diagnosis")
     raw = diagnosis.get("date") if isinstance(diagnosis, Mapping) else None
-    if raw is None:
+    if not isinstance(raw, str) or not _ISO_DATE.match(raw):
+        return None  # absent, or badly written: the case-file checks report the latter
+    try:
+        return date.fromisoformat(raw)
+    except ValueError:
         return None
-    return _parse_date(raw, "$.diagnosis.date")
 
 
 def _legacy_lesion(case: Mapping[str, Any]) -> list[Lesion]:
