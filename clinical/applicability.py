@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from clinical.calculators import derive_all
+from clinical.calculators.response import setting_from_imaging
 from clinical.rules import Condition, Context
 from clinical.text.clinicaltext import complete_from_text, likely_missing
 from clinical.text.negation import affirms
@@ -35,6 +36,9 @@ def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
     case, from_text, disagreements = complete_from_text(
         case, skip=frozenset(f["fact"] for f in (*from_notes, *notes_disagreements))
     )
+    # Response is computed, not typed: serial measurements that show progression make an
+    # unrecorded setting "progressive" (the rules of later lines then apply).
+    case, imaging_setting = _complete_setting(case)
     facts: dict[str, Any] = {}
     for key, value in case.items():
         if isinstance(value, Mapping):
@@ -51,7 +55,19 @@ def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
     facts["derived.from_text"] = from_notes + from_text
     facts["derived.text_disagreements"] = notes_disagreements + disagreements
     facts["derived.likely_missing"] = likely_missing(case)
+    facts["derived.setting_from_imaging"] = imaging_setting
     return facts
+
+
+def _complete_setting(case: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
+    diagnosis = case.get("diagnosis")
+    if isinstance(diagnosis, Mapping) and diagnosis.get("setting") is not None:
+        return case, None
+    setting = setting_from_imaging(case)
+    if setting is None:
+        return case, None
+    section = dict(diagnosis) if isinstance(diagnosis, Mapping) else {}
+    return {**case, "diagnosis": {**section, "setting": setting}}, setting
 
 
 def _norm(value: Any) -> Any:

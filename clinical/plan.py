@@ -284,6 +284,8 @@ class Plan(_Model):
     rounds: int = 1
     # The past cases that informed the plan (recalled from round 2; none in one round).
     informed_by: list[InformedBy] = Field(default_factory=list)
+    # The response computed from serial lesion measurements (FORMAT.md §4), None without them.
+    response: dict[str, Any] | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -73,6 +73,14 @@ from clinical.calculators.renal import (
     crcl_cockcroft_gault,
     egfr_ckd_epi_2021,
 )
+from clinical.calculators.response import (
+    continues_current_line_fact,
+    new_lesions,
+    progression_on_imaging,
+    response_category,
+    response_criteria_used,
+    response_oligoprogression,
+)
 from clinical.calculators.tnm import breast_tnm_stage, lung_tnm_stage
 from clinical.calculators.transplant import (
     tumour_burden_score,
@@ -136,6 +144,13 @@ PATIENT: Final[dict[str, Calculator]] = {
     "intolerant_of": intolerant_of,
     "allergy_classes": allergy_classes,
     "allergies_unmapped": allergies_unmapped,
+    # serial lesion measurements (FORMAT.md §4 lesions[]): the computed response
+    "response": response_category,
+    "response_criteria": response_criteria_used,
+    "new_lesions": new_lesions,
+    "progression_on_imaging": progression_on_imaging,
+    "response_oligoprogression": response_oligoprogression,
+    "continues_current_line": continues_current_line_fact,
 }
 
 _COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}

@@ -30,6 +30,7 @@ from datetime import date
 from typing import Any, Final
 
 from clinical.lexicon import classes_of, mentions
+from clinical.results import CalcResult, FactValue
 from clinical.vocab import ResponseAnchor
 
 RECIST_SOURCE: Final = (
@@ -1026,3 +1027,266 @@ def oligoprogression(assessment: ResponseAssessment | None, lesions: Sequence[Le
         if now is not None and before is not None and now - before >= PD_ABSOLUTE_MM:
             growing.add(lesion.lesion_id)
     return 0 < len(growing) <= 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Derived facts (run by derive_all, so they are frozen with the others)
+
+
+def _response_result(case: Mapping[str, Any], name: str) -> CalcResult:
+    try:
+        lesions = lesions_from_case(case)
+    except LesionInputError as error:
+        return CalcResult(name, None, {}, ["lesions"], RECIST_SOURCE, str(error))
+    assessment = _assess(lesions, response_criteria(case, lesions))
+    used: dict[str, object] = {
+        "lesions": len(lesions),
+        "assessment_dates": len(assessment_dates(lesions)),
+    }
+    if assessment is None:
+        return CalcResult(
+            name,
+            None,
+            used,
+            ["lesions[].measurements (two or more dates)"],
+            RECIST_SOURCE,
+            "no serial measurements: response is not derivable",
+        )
+    last = assessment.latest
+    value: FactValue
+    if name == "response":
+        value = last.category
+    elif name == "response_criteria":
+        value = assessment.criteria
+    elif name == "new_lesions":
+        value = list(last.new_lesions)
+    elif name == "progression_on_imaging":
+        value = last.category in PROGRESSION_CATEGORIES
+    else:  # response_oligoprogression
+        value = oligoprogression(assessment, lesions)
+    return CalcResult(
+        name,
+        value,
+        used,
+        [],
+        assessment.source,
+        f"{assessment.criteria} on {last.date.isoformat()}: " + "; ".join(last.arithmetic),
+    )
+
+
+def response_category(case: Mapping[str, Any]) -> CalcResult:
+    """The latest computed response category (CR, PR, SD, PD, iUPD, iCPD, CMR, PMR, NMR, PMD)."""
+    return _response_result(case, "response")
+
+
+def response_criteria_used(case: Mapping[str, Any]) -> CalcResult:
+    return _response_result(case, "response_criteria")
+
+
+def new_lesions(case: Mapping[str, Any]) -> CalcResult:
+    """Lesions first seen after the baseline scan, at the latest assessment."""
+    return _response_result(case, "new_lesions")
+
+
+def progression_on_imaging(case: Mapping[str, Any]) -> CalcResult:
+    """True when the latest computed response is progression (PD, iCPD, PMD); an unconfirmed
+    progression on immunotherapy (iUPD) is not."""
+    return _response_result(case, "progression_on_imaging")
+
+
+def response_oligoprogression(case: Mapping[str, Any]) -> CalcResult:
+    """Progression in at most three lesions while the others are controlled."""
+    return _response_result(case, "response_oligoprogression")
+
+
+def setting_from_imaging(case: Mapping[str, Any]) -> str | None:
+    """The disease setting the serial measurements show, for a case that does not record one:
+    "progressive" when the latest computed response is progression; "residual_after_neoadjuvant"
+    when the scan after a completed neoadjuvant course still shows disease and an operation
+    followed; otherwise None."""
+    if progression_on_imaging(case).value is True:
+        return "progressive"
+    if residual_after_neoadjuvant(case) is True:
+        return "residual_after_neoadjuvant"
+    return None
+
+
+def response_sentence(assessment: ResponseAssessment) -> str:
+    """One sentence for the plan's summary: the latest computed response and its numbers."""
+    last = assessment.latest
+    parts = [f"Restaging on {last.date.isoformat()} ({assessment.criteria}): {last.label}"]
+    numbers: list[str] = []
+    if last.sum_mm is not None:
+        numbers.append(f"target sum {_mm(last.sum_mm)}")
+        if assessment.baseline_sum_mm is not None:
+            numbers.append(f"baseline {_mm(assessment.baseline_sum_mm)}")
+        if last.nadir_mm is not None:
+            numbers.append(f"nadir {_mm(last.nadir_mm)}")
+    if last.max_deauville is not None:
+        numbers.append(f"highest Deauville score {last.max_deauville}")
+    text = parts[0] + (f" ({', '.join(numbers)})" if numbers else "")
+    if last.new_lesions:
+        text += f"; new lesion(s) {', '.join(last.new_lesions)}"
+    if last.category == IUPD:
+        text += "; confirm or refute with imaging in 4-8 weeks before changing treatment"
+    return text + "."
+
+
+def response_monitoring(
+    assessment: ResponseAssessment, lesions: Sequence[Lesion]
+) -> dict[str, str]:
+    """What to follow at the next restaging: the lesions by id and site, and the criteria."""
+    last = assessment.latest
+    targets = [
+        lesion for lesion in lesions if lesion.target and lesion.lesion_id not in last.new_lesions
+    ]
+    others = [lesion for lesion in lesions if lesion not in targets]
+
+    def named(group: Sequence[Lesion]) -> str:
+        return ", ".join(
+            lesion.lesion_id + (f" ({lesion.site})" if lesion.site else "") for lesion in group
+        )
+
+    what = f"Restaging against the {assessment.baseline_date.isoformat()} baseline"
+    if targets:
+        what += f": target lesions {named(targets)}"
+    if others:
+        what += f"{';' if targets else ':'} also follow {named(others)}"
+    if assessment.criteria == ResponseAnchor.LUGANO:
+        what += " — PET-CT with Deauville score"
+    interval = "at each restaging"
+    if last.category == IUPD:
+        interval = "in 4-8 weeks to confirm progression (iRECIST)"
+    elif assessment.criteria == ResponseAnchor.LUGANO and last.category in (PMR, NMR):
+        interval = "end-of-treatment PET-CT; biopsy a persisting Deauville 4-5 site"
+    return {"what": what, "interval": interval, "anchor": assessment.criteria}
+
+
+# ---------------------------------------------------------------------------------------------
+# The therapy the response is read on
+
+
+@dataclass(frozen=True)
+class OngoingTherapy:
+    regimen: str
+    start_date: str | None
+    intent: str | None
+    drugs: tuple[str, ...]
+
+
+_LOCAL_KINDS: Final = frozenset({"operation", "radiotherapy", "locoregional", "transplant"})
+# Response that keeps a line going (the disease is controlled, or progression on a checkpoint
+# inhibitor is not yet confirmed, or an interim PET shows a metabolic response).
+CONTROLLED: Final = frozenset({CR, PR, SD, IUPD, CMR, PMR})
+
+
+def ongoing_therapy(case: Mapping[str, Any], when: date | None = None) -> OngoingTherapy | None:
+    """The systemic therapy still being given (no end date, no stop reason, started on or
+    before ``when``), the most recently started if several; None when none is recorded."""
+    diagnosis = case.get("diagnosis")
+    therapies = diagnosis.get("prior_therapies") if isinstance(diagnosis, Mapping) else None
+    if not isinstance(therapies, list):
+        return None
+    found: list[OngoingTherapy] = []
+    for therapy in therapies:
+        if not isinstance(therapy, Mapping):
+            continue
+        regimen = therapy.get("regimen")
+        if not isinstance(regimen, str) or not regimen.strip():
+            continue
+        if therapy.get("kind") in _LOCAL_KINDS or therapy.get("end_date") is not None:
+            continue
+        if therapy.get("stop_reason") is not None:
+            continue
+        drugs = tuple(sorted({d for m in mentions(regimen) for d in m.drugs}))
+        if not drugs:
+            continue  # nothing systemic recognised: not a line to continue
+        start = therapy.get("start_date")
+        start_text = start if isinstance(start, str) and _ISO_DATE.match(start) else None
+        if when is not None and start_text is not None and date.fromisoformat(start_text) > when:
+            continue
+        intent = therapy.get("intent")
+        found.append(
+            OngoingTherapy(
+                regimen.strip(), start_text, intent if isinstance(intent, str) else None, drugs
+            )
+        )
+    if not found:
+        return None
+    return max(enumerate(found), key=lambda pair: (pair[1].start_date or "", pair[0]))[1]
+
+
+def continues_current_line(
+    case: Mapping[str, Any],
+) -> tuple[ResponseAssessment, OngoingTherapy] | None:
+    """The computed response and the ongoing therapy when the response says to keep giving it:
+    the disease is controlled (CR, PR, SD), progression on immunotherapy is unconfirmed (iUPD),
+    or an interim PET shows a metabolic response (CMR, PMR). Neoadjuvant courses are left to
+    their planned sequence (surgery follows)."""
+    assessment = case_response(case)
+    if assessment is None or assessment.latest.category not in CONTROLLED:
+        return None
+    therapy = ongoing_therapy(case, assessment.latest.date)
+    if therapy is None or therapy.intent == "neoadjuvant":
+        return None
+    return assessment, therapy
+
+
+def residual_after_neoadjuvant(case: Mapping[str, Any]) -> bool | None:
+    """Residual disease after a completed neoadjuvant course: the last scan after it is not a
+    complete response and an operation followed it (the specimen's pathology confirms it).
+    None when the measurements or the dates do not say."""
+    assessment = case_response(case)
+    if assessment is None:
+        return None
+    diagnosis = case.get("diagnosis")
+    therapies = diagnosis.get("prior_therapies") if isinstance(diagnosis, Mapping) else None
+    if not isinstance(therapies, list):
+        return None
+    ends = [
+        t.get("end_date")
+        for t in therapies
+        if isinstance(t, Mapping)
+        and t.get("intent") == "neoadjuvant"
+        and isinstance(t.get("end_date"), str)
+        and _ISO_DATE.match(t["end_date"])
+    ]
+    if not ends:
+        return None
+    ended = max(date.fromisoformat(e) for e in ends)
+    operated = any(
+        isinstance(t, Mapping)
+        and t.get("kind") == "operation"
+        and isinstance(t.get("start_date") or t.get("end_date"), str)
+        and str(t.get("start_date") or t.get("end_date")) >= ended.isoformat()
+        for t in therapies
+    )
+    after = [tp for tp in assessment.time_points if tp.date >= ended]
+    if not after or not operated:
+        return None
+    return after[-1].category not in (CR, CMR)
+
+
+CONTINUE_SOURCE: Final = (
+    "Restaging on treatment (RECIST 1.1 / mRECIST / iRECIST / Lugano): a line is continued while "
+    "the disease is controlled (CR, PR, SD), while progression on a checkpoint inhibitor is "
+    "unconfirmed (iUPD, Seymour et al. 2017) and after an interim metabolic response (CMR/PMR, "
+    "Cheson et al. 2014); only a confirmed progression ends it."
+)
+
+
+def continues_current_line_fact(case: Mapping[str, Any]) -> CalcResult:
+    """True when the computed response says the therapy being given goes on; False otherwise
+    (never unknown: without serial measurements nothing says to continue)."""
+    found = continues_current_line(case)
+    if found is None:
+        return CalcResult("continues_current_line", False, {}, [], CONTINUE_SOURCE)
+    assessment, therapy = found
+    return CalcResult(
+        "continues_current_line",
+        True,
+        {"diagnosis.prior_therapies": therapy.regimen, "lesions": assessment.criteria},
+        [],
+        CONTINUE_SOURCE,
+        f"{therapy.regimen}: {assessment.latest.label} on {assessment.latest.date.isoformat()}",
+    )

@@ -14,6 +14,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from clinical.calculators.response import (
+    case_response,
+    lesions_from_case,
+    response_monitoring,
+    response_sentence,
+)
 from clinical.plan import (
     ConflictRecord,
     EvidenceItem,
@@ -25,7 +31,15 @@ from clinical.plan import (
     RejectedOption,
     SafetyBlock,
 )
-from clinical.vocab import SAFETY_KINDS, STAGING_KEYS, EventKind, Intent, StepKind
+from clinical.vocab import (
+    SAFETY_KINDS,
+    STAGING_KEYS,
+    EventKind,
+    Intent,
+    Phase,
+    ResponseAnchor,
+    StepKind,
+)
 from consult.engine import guideline
 from consult.engine.consensus import (
     case_weights,
@@ -62,6 +76,7 @@ from consult.engine.protocols import (
     Usage,
 )
 from consult.engine.providers import Answer, GuidelineProvider, LLMProvider
+from consult.engine.restaging import continue_on_response
 from consult.engine.safeguards import (
     gate_with_fallback,
     guideline_options,
@@ -602,10 +617,13 @@ class Deliberation:
             }.values()
         )
 
+        # Restaging: a line that works continues (the gate then checks it like any other item).
+        pathway = continue_on_response(draft.components, self.state.case)
+
         async def gate_run() -> StepResult:
             units = await self._gate_units(safety_units)
             outcome, fallback = gate_with_fallback(
-                draft.components,
+                pathway,
                 units,
                 options=self._guideline_options,
                 withdrawn=withdrawn,
@@ -694,6 +712,19 @@ class Deliberation:
             MonitoringItem(phase=m.phase, what=m.what, interval=m.interval, anchor=m.anchor)
             for m in draft.monitoring
         ]
+        response = case_response(self.state.case)
+        if response is not None:
+            # monitoring names the lesions to follow and the criteria they are read by
+            follow = response_monitoring(response, lesions_from_case(self.state.case))
+            monitoring.insert(
+                0,
+                MonitoringItem(
+                    phase=Phase.ACUTE,
+                    what=follow["what"],
+                    interval=follow["interval"],
+                    anchor=ResponseAnchor(follow["anchor"]),
+                ),
+            )
         cited: list[str] = []
         for component in plan_components:
             cited += component.evidence
@@ -733,7 +764,10 @@ class Deliberation:
             confirm=list(gate.get("confirm_first") or ()),
             done=modalities_done(self.state.facts),
         )
+        if response is not None:
+            summary = f"{summary} {response_sentence(response)}".strip()
         return Plan(
+            response=response.to_plan() if response is not None else None,
             case_id=str(self.state.case.get("case_id") or ""),
             engine=self.provider.name,
             staging=_own_staging(self.state.case, self.state.staging),

@@ -1,0 +1,75 @@
+"""Restaging: when the computed response says the current line is working, the pathway keeps it.
+
+A board that restages a patient on treatment asks first "does the disease respond?". If the
+serial measurements show control (CR, PR, SD), an unconfirmed progression on a checkpoint
+inhibitor (iUPD, iRECIST: re-image in 4-8 weeks before any change) or an interim metabolic
+response (Lugano CMR/PMR), the therapy being given continues, and the knowledge base's options
+for the next line become ranked alternatives for when progression is confirmed. The safety gate
+runs after this step, so a continued drug is checked like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from clinical.calculators.response import IUPD, PMR, continues_current_line
+from clinical.vocab import ComponentRole, Modality, ResponseAnchor
+from consult.engine.schemas import ProposedComponent
+
+
+def _when(category: str, criteria: str) -> str:
+    if category == IUPD:
+        return "if the repeat scan in 4-8 weeks confirms progression (iCPD)"
+    if criteria == ResponseAnchor.LUGANO and category == PMR:
+        return (
+            "if the end-of-treatment PET-CT still shows Deauville 4-5 and a biopsy confirms "
+            "residual lymphoma"
+        )
+    return "if a later restaging shows progression"
+
+
+def continue_on_response(
+    components: Sequence[ProposedComponent], case: Mapping[str, Any]
+) -> list[ProposedComponent]:
+    """The draft pathway with "continue the ongoing therapy" first when the computed response
+    says so; the draft's options follow as alternatives (adjuncts stay with the pathway).
+    Unchanged when the case has no serial measurements, no ongoing therapy, or progression."""
+    found = continues_current_line(case)
+    if found is None:
+        return list(components)
+    assessment, therapy = found
+    last = assessment.latest
+    since = f" (given since {therapy.start_date})" if therapy.start_date else ""
+    follow = (
+        "repeat imaging in 4-8 weeks to confirm or refute progression"
+        if last.category == IUPD
+        else "restage at the usual interval"
+    )
+    keep = ProposedComponent(
+        modality=Modality.SYSTEMIC,
+        description=(
+            f"Continue {therapy.regimen}{since}: {assessment.criteria} response on "
+            f"{last.date.isoformat()} is {last.label}; {follow}"
+        ),
+        agents=list(therapy.drugs),
+        role=ComponentRole.PRIMARY,
+        preference=1,
+    )
+    when = _when(last.category, assessment.criteria)
+    out: list[ProposedComponent] = [keep]
+    alternatives: list[ProposedComponent] = []
+    for component in components:
+        if component.adjunct or component.modality in (Modality.SUPPORTIVE, Modality.ANTIVIRAL):
+            out.append(component)
+            continue
+        moved = component.model_copy(deep=True)
+        if moved.role == ComponentRole.PRIMARY:
+            moved.role = ComponentRole.ALTERNATIVE
+            moved.when = when
+        alternatives.append(moved)
+    # The draft's pathway first, then its own fallbacks in their order.
+    alternatives.sort(key=lambda c: (c.when != when, c.rank or 0))
+    for rank, moved in enumerate(alternatives, start=1):
+        moved.rank = rank
+    return out + alternatives
