@@ -1174,6 +1174,7 @@ class OngoingTherapy:
     drugs: tuple[str, ...]
 
 
+_THEN: Final = re.compile(r"[,;]?\s*\b(?:then|followed by)\b", re.IGNORECASE)
 _LOCAL_KINDS: Final = frozenset({"operation", "radiotherapy", "locoregional", "transplant"})
 # Response that keeps a line going (the disease is controlled, or progression on a checkpoint
 # inhibitor is not yet confirmed, or an interim PET shows a metabolic response).
@@ -1198,7 +1199,13 @@ def ongoing_therapy(case: Mapping[str, Any], when: date | None = None) -> Ongoin
             continue
         if therapy.get("stop_reason") is not None:
             continue
-        drugs = tuple(sorted({d for m in mentions(regimen) for d in m.drugs}))
+        # "carboplatin + pemetrexed + pembrolizumab x4, then pembrolizumab + pemetrexed
+        # maintenance": what is being given now is the last phase
+        current = _THEN.split(regimen)[-1].strip(" ,;.")
+        drugs = tuple(sorted({d for m in mentions(current) for d in m.drugs}))
+        if not drugs:
+            current = regimen.strip()
+            drugs = tuple(sorted({d for m in mentions(current) for d in m.drugs}))
         if not drugs:
             continue  # nothing systemic recognised: not a line to continue
         start = therapy.get("start_date")
@@ -1207,9 +1214,7 @@ def ongoing_therapy(case: Mapping[str, Any], when: date | None = None) -> Ongoin
             continue
         intent = therapy.get("intent")
         found.append(
-            OngoingTherapy(
-                regimen.strip(), start_text, intent if isinstance(intent, str) else None, drugs
-            )
+            OngoingTherapy(current, start_text, intent if isinstance(intent, str) else None, drugs)
         )
     if not found:
         return None

@@ -76,7 +76,7 @@ from consult.engine.protocols import (
     Usage,
 )
 from consult.engine.providers import Answer, GuidelineProvider, LLMProvider
-from consult.engine.restaging import continue_on_response
+from consult.engine.restaging import CONTINUE_PREFIX, continue_on_response, continued_intent
 from consult.engine.safeguards import (
     gate_with_fallback,
     guideline_options,
@@ -618,7 +618,13 @@ class Deliberation:
         )
 
         # Restaging: a line that works continues (the gate then checks it like any other item).
-        pathway = continue_on_response(draft.components, self.state.case)
+        pathway = continue_on_response(
+            draft.components,
+            self.state.case,
+            adjuncts=guideline.adjuncts_applying(
+                self.state.evidence.get("treatment", []), self.labels
+            ),
+        )
 
         async def gate_run() -> StepResult:
             units = await self._gate_units(safety_units)
@@ -752,7 +758,15 @@ class Deliberation:
             if relevant_need(n, self.state.facts) and n not in first
         )
         # The gate may have changed the pathway: the intent and the answer follow the final plan.
-        intent = final_intent(plan_components, memory) or draft.intent
+        kept = any(
+            c.role == "primary" and c.description.startswith(CONTINUE_PREFIX)
+            for c in plan_components
+        )
+        intent = (
+            (continued_intent(self.state.case) if kept else None)
+            or final_intent(plan_components, memory)
+            or draft.intent
+        )
         summary = guideline.plan_summary(
             question=str(self.state.case.get("question") or ""),
             case=self.state.case,
@@ -766,6 +780,14 @@ class Deliberation:
         )
         if response is not None:
             summary = f"{summary} {response_sentence(response)}".strip()
+            if self.state.facts.get("derived.setting_from_imaging") == (
+                "residual_after_neoadjuvant"
+            ):
+                summary += (
+                    " Disease remains after the neoadjuvant course on imaging; the surgical "
+                    "pathology (ypT/ypN) confirms residual invasive disease before adjuvant "
+                    "therapy is chosen on it."
+                )
         return Plan(
             response=response.to_plan() if response is not None else None,
             case_id=str(self.state.case.get("case_id") or ""),

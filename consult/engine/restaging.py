@@ -14,8 +14,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clinical.calculators.response import IUPD, PMR, continues_current_line
-from clinical.vocab import ComponentRole, Modality, ResponseAnchor
+from clinical.vocab import ComponentRole, Intent, Modality, ResponseAnchor
 from consult.engine.schemas import ProposedComponent
+
+
+CONTINUE_PREFIX = "Continue "
 
 
 def _when(category: str, criteria: str) -> str:
@@ -30,17 +33,22 @@ def _when(category: str, criteria: str) -> str:
 
 
 def continue_on_response(
-    components: Sequence[ProposedComponent], case: Mapping[str, Any]
+    components: Sequence[ProposedComponent],
+    case: Mapping[str, Any],
+    *,
+    adjuncts: Sequence[ProposedComponent] = (),
 ) -> list[ProposedComponent]:
     """The draft pathway with "continue the ongoing therapy" first when the computed response
-    says so; the draft's options follow as alternatives (adjuncts stay with the pathway).
-    Unchanged when the case has no serial measurements, no ongoing therapy, or progression."""
+    says so; the draft's options follow as alternatives. The draft's adjuncts stay with the
+    pathway, and ``adjuncts`` (those whose context holds) that go with a systemic therapy join
+    it (antiviral prophylaxis under anti-CD20 therapy). Unchanged when the case has no serial
+    measurements, no ongoing therapy, or progression."""
     found = continues_current_line(case)
     if found is None:
         return list(components)
     assessment, therapy = found
     last = assessment.latest
-    since = f" (given since {therapy.start_date})" if therapy.start_date else ""
+    since = f" (this line since {therapy.start_date})" if therapy.start_date else ""
     follow = (
         "repeat imaging in 4-8 weeks to confirm or refute progression"
         if last.category == IUPD
@@ -49,7 +57,7 @@ def continue_on_response(
     keep = ProposedComponent(
         modality=Modality.SYSTEMIC,
         description=(
-            f"Continue {therapy.regimen}{since}: {assessment.criteria} response on "
+            f"{CONTINUE_PREFIX}{therapy.regimen}{since}: {assessment.criteria} response on "
             f"{last.date.isoformat()} is {last.label}; {follow}"
         ),
         agents=list(therapy.drugs),
@@ -68,8 +76,27 @@ def continue_on_response(
             moved.role = ComponentRole.ALTERNATIVE
             moved.when = when
         alternatives.append(moved)
+    # one item per adjunct drug set: two units may advise the same prophylaxis
+    present = {frozenset(c.agents) or c.description for c in out}
+    for adjunct in adjuncts:
+        follows = not adjunct.with_modalities or Modality.SYSTEMIC in adjunct.with_modalities
+        key = frozenset(adjunct.agents) or adjunct.description
+        if follows and key not in present:
+            joined = adjunct.model_copy(deep=True)
+            joined.role = ComponentRole.PRIMARY
+            out.append(joined)
+            present.add(key)
     # The draft's pathway first, then its own fallbacks in their order.
     alternatives.sort(key=lambda c: (c.when != when, c.rank or 0))
     for rank, moved in enumerate(alternatives, start=1):
         moved.rank = rank
     return out + alternatives
+
+
+def continued_intent(case: Mapping[str, Any]) -> Intent | None:
+    """The intent of a continued line: as recorded (a curative first-line lymphoma course),
+    palliative otherwise; None when no line continues."""
+    found = continues_current_line(case)
+    if found is None:
+        return None
+    return Intent.CURATIVE if found[1].intent == "curative" else Intent.PALLIATIVE

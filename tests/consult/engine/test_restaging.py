@@ -74,3 +74,61 @@ def test_case_without_serial_measurements_has_no_response(bundle: Any) -> None:
     plan = plan_offline(case, bundle)
     assert plan["response"] is None
     assert "Restaging" not in plan["recommendation"]["summary"]
+
+
+def test_pseudo_progression_on_immunotherapy_continues_pembrolizumab(bundle: Any) -> None:
+    # given lesions that grew on pembrolizumab maintenance (iUPD), then shrank
+    plan = plan_offline(_case("lung-40.json"), bundle)
+    # then iRECIST reads a pseudo-progression and the line continues
+    response = plan["response"]
+    assert response["criteria"] == "iRECIST"
+    assert [h["category"] for h in response["history"]] == ["SD", "iUPD", "PR"]
+    assert any("pseudo-progression" in line for line in response["arithmetic"])
+    primary = _primary(plan)
+    assert primary.startswith("continue pembrolizumab + pemetrexed maintenance")
+    assert "carboplatin" not in primary  # the induction phase is over
+    assert "sotorasib" not in primary
+    assert plan["recommendation"]["intent"] == "palliative"
+
+
+def test_unconfirmed_progression_on_immunotherapy_reimages_before_switching(
+    bundle: Any,
+) -> None:
+    # given the same patient whose last scan is the iUPD
+    case = copy.deepcopy(_case("lung-40.json"))
+    for lesion in case["lesions"]:
+        lesion["measurements"] = lesion["measurements"][:3]
+    plan = plan_offline(case, bundle)
+    assert plan["response"]["category"] == "iUPD"
+    assert "repeat imaging in 4-8 weeks" in _primary(plan)
+    sotorasib = next(
+        c for c in plan["recommendation"]["components"] if "Sotorasib" in c["description"]
+    )
+    assert sotorasib["role"] == "alternative"
+    assert "iCPD" in sotorasib["when"]
+    assert plan["monitoring"][0]["interval"] == "in 4-8 weeks to confirm progression (iRECIST)"
+
+
+def test_interim_pet_deauville_4_completes_the_course_with_prophylaxis(bundle: Any) -> None:
+    # given a DLBCL on R-CHOP whose interim PET-CT scores Deauville 4 (baseline 5)
+    plan = plan_offline(_case("lymph-40.json"), bundle)
+    # then Lugano reads a partial metabolic response and the course is completed
+    assert plan["response"]["category"] == "PMR"
+    assert plan["response"]["max_deauville"] == 4
+    primary = _primary(plan)
+    assert "continue r-chop" in primary
+    assert "entecavir" in primary  # the prophylaxis the anti-CD20 antibody needs stays
+    assert "r-ice" not in primary and "car t-cell therapy" not in primary
+    assert plan["recommendation"]["intent"] == "curative"
+    assert "end-of-treatment PET-CT" in plan["monitoring"][0]["interval"]
+
+
+def test_residual_disease_after_neoadjuvant_therapy_leads_to_t_dm1(bundle: Any) -> None:
+    # given HER2+ breast cancer with 14 mm left on the MRI after TCHP, then operated
+    case = _case("breast-40.json")
+    assert case["diagnosis"]["setting"] is None
+    plan = plan_offline(case, bundle)
+    # then the residual disease is computed and the adjuvant step for it leads
+    assert plan["response"]["category"] == "PR"
+    assert "trastuzumab emtansine" in _primary(plan)
+    assert "surgical pathology" in plan["recommendation"]["summary"]
