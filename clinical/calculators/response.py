@@ -1181,6 +1181,15 @@ _LOCAL_KINDS: Final = frozenset({"operation", "radiotherapy", "locoregional", "t
 CONTROLLED: Final = frozenset({CR, PR, SD, IUPD, CMR, PMR})
 
 
+def _iso(value: object) -> date | None:
+    if not isinstance(value, str) or not _ISO_DATE.match(value):
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        return None
+
+
 def ongoing_therapy(case: Mapping[str, Any], when: date | None = None) -> OngoingTherapy | None:
     """The systemic therapy still being given (no end date, no stop reason, started on or
     before ``when``), the most recently started if several; None when none is recorded."""
@@ -1210,7 +1219,8 @@ def ongoing_therapy(case: Mapping[str, Any], when: date | None = None) -> Ongoin
             continue  # nothing systemic recognised: not a line to continue
         start = therapy.get("start_date")
         start_text = start if isinstance(start, str) and _ISO_DATE.match(start) else None
-        if when is not None and start_text is not None and date.fromisoformat(start_text) > when:
+        started = _iso(start_text)
+        if when is not None and started is not None and started > when:
             continue
         intent = therapy.get("intent")
         found.append(
@@ -1249,16 +1259,15 @@ def residual_after_neoadjuvant(case: Mapping[str, Any]) -> bool | None:
     if not isinstance(therapies, list):
         return None
     ends = [
-        t.get("end_date")
+        when
         for t in therapies
         if isinstance(t, Mapping)
         and t.get("intent") == "neoadjuvant"
-        and isinstance(t.get("end_date"), str)
-        and _ISO_DATE.match(t["end_date"])
+        and (when := _iso(t.get("end_date"))) is not None
     ]
     if not ends:
         return None
-    ended = max(date.fromisoformat(e) for e in ends)
+    ended = max(ends)
     operated = any(
         isinstance(t, Mapping)
         and t.get("kind") == "operation"

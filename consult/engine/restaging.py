@@ -17,7 +17,6 @@ from clinical.calculators.response import IUPD, PMR, continues_current_line
 from clinical.vocab import ComponentRole, Intent, Modality, ResponseAnchor
 from consult.engine.schemas import ProposedComponent
 
-
 CONTINUE_PREFIX = "Continue "
 
 
