@@ -16,8 +16,11 @@ from django.utils.safestring import SafeString, mark_safe
 from clinical.calculators.response import (
     CATEGORY_LABELS,
     PROGRESSION_CATEGORIES,
+    LesionInputError,
     ResponseAssessment,
     assess,
+    assessment_dates,
+    lesions_from_case,
     response_criteria,
 )
 from consult.models import Consultation, ConsultationStatus, LesionDossier, Patient
@@ -255,11 +258,42 @@ def patient_timeline(*, user: Any, pk: int) -> PatientTimeline:
     )
     latest = dossiers[-1].data if dossiers else {}
     readings = lesion_readings(patient=patient)
-    assessment = assess(readings, response_criteria(latest, readings)) if readings else None
-    events = [*_treatments(latest), *_imaging(assessment, readings), *_mdt(dossiers)]
+    return _laid_out(
+        patient,
+        latest,
+        readings,
+        mdt=_mdt(dossiers),
+        labs=_labs(dossiers),
+    )
+
+
+def case_timeline(*, patient: Patient, case: Mapping[str, Any]) -> PatientTimeline | None:
+    """The timeline one frozen case file holds (its treatments and lesion measurements), for
+    a report that must not change when the patient's records do; None without serial
+    measurements."""
+    try:
+        readings = lesions_from_case(case)
+    except LesionInputError:
+        return None
+    if len(assessment_dates(readings)) < 2:
+        return None
+    return _laid_out(patient, case, readings, mdt=[], labs=[])
+
+
+def _laid_out(
+    patient: Patient,
+    case: Mapping[str, Any],
+    readings: Sequence[Any],
+    *,
+    mdt: list[Event],
+    labs: list[LabSeries],
+) -> PatientTimeline:
+    dated = [r for r in readings if r.first_date is not None]
+    assessment = assess(dated, response_criteria(case, dated)) if dated else None
+    events = [*_treatments(case), *_imaging(assessment, dated), *mdt]
     events.sort(key=lambda e: (e.start, e.lane))
     timeline = PatientTimeline(
-        patient=patient, start=None, end=None, labs=_labs(dossiers), response=assessment
+        patient=patient, start=None, end=None, labs=labs, response=assessment
     )
     dates = [e.start for e in events] + [e.end for e in events if e.end]
     dates += [d for series in timeline.labs for d, _ in series.points]

@@ -32,6 +32,7 @@ from consult.review.selectors import (
     review_state_get,
     unit_titles,
 )
+from consult.timeline import case_timeline
 
 DISCLAIMER = (
     "mdtboard is decision support. This plan is a proposal for the multidisciplinary team; it "
@@ -201,6 +202,7 @@ def report_context(
         "models": consultation_models(consultation=consultation),
         "disclaimer": DISCLAIMER,
         "app_version": settings.VERSION,
+        "timeline": case_timeline(patient=consultation.dossier.patient, case=case),
     }
 
 

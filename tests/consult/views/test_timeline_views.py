@@ -7,10 +7,24 @@ import json
 from typing import Any
 
 import pytest
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 
-from consult.models import Lesion, LesionDossier, LesionMeasurement
-from consult.services.dossiers import case_import, dossier_update
+from consult.models import (
+    Consultation,
+    ConsultationStatus,
+    Lesion,
+    LesionDossier,
+    LesionMeasurement,
+    Plan,
+)
+from consult.review.report import report_context
+from consult.review.selectors import review_state_get
+from consult.services.consultations import consultation_start
+from consult.services.dossiers import case_import, dossier_submit, dossier_update
+from mdtboard.audit.hashing import payload_hash
+from tests.fixtures.consultations import system_plan
 from tests.page_text import page_text
 from tests.paths import REPO
 
@@ -134,3 +148,29 @@ def test_editing_a_dossier_keeps_the_records_in_line(
     # then its reading recorded by this dossier is gone; the others stay
     assert not LesionMeasurement.objects.filter(lesion__lesion_id="L3").exists()
     assert LesionMeasurement.objects.filter(lesion__lesion_id="L1").count() == 4
+
+
+def test_report_appendix_shows_the_course_from_the_snapshot(
+    clinician: Any, dossier: LesionDossier
+) -> None:
+    # given a completed consultation on the restaging dossier
+    snapshot = dossier_submit(actor=clinician, dossier=dossier)
+    consultation = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
+    document = system_plan(snapshot.data)
+    Consultation.objects.filter(pk=consultation.pk).update(
+        status=ConsultationStatus.COMPLETED, finished_at=timezone.now()
+    )
+    Plan.objects.create(
+        consultation=consultation, payload=document, content_hash=payload_hash(document)
+    )
+    # when the report is rendered
+    state = review_state_get(consultation=Consultation.objects.get(pk=consultation.pk))
+    context = report_context(
+        state=state, decided=state.decided, paper="a4", generated=timezone.now()
+    )
+    text = page_text(render_to_string("review/report.html", context))
+    # then its appendix carries the course with the computed response and its arithmetic
+    assert "Appendix: course over time (from the dossier snapshot)" in text
+    assert "Response by mRECIST (computed)" in text
+    assert "new lesion(s): L3 -> progression" in text
+    assert "atezolizumab + bevacizumab" in text
