@@ -81,6 +81,7 @@ from clinical.calculators.response import (
     response_criteria_used,
     response_oligoprogression,
 )
+from clinical.calculators.situations import situations
 from clinical.calculators.tnm import breast_tnm_stage, lung_tnm_stage
 from clinical.calculators.transplant import (
     tumour_burden_score,
@@ -151,6 +152,9 @@ PATIENT: Final[dict[str, Calculator]] = {
     "progression_on_imaging": progression_on_imaging,
     "response_oligoprogression": response_oligoprogression,
     "continues_current_line": continues_current_line_fact,
+    # The case's situation (variant histology, site, emergency, newer biopsy): the units
+    # written for one name its id; the abstention reads it against the coverage map.
+    "situations": situations,
 }
 
 _COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}

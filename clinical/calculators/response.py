@@ -728,6 +728,12 @@ def lugano(lesions: Sequence[Lesion]) -> ResponseAssessment | None:
     return _assess(lesions, ResponseAnchor.LUGANO)
 
 
+def assess(lesions: Sequence[Lesion], criteria: ResponseAnchor) -> ResponseAssessment | None:
+    """The response by the given criteria at every assessment after the baseline (None with
+    fewer than two dates)."""
+    return _assess(lesions, criteria)
+
+
 def _assess(lesions: Sequence[Lesion], criteria: ResponseAnchor) -> ResponseAssessment | None:
     dates = assessment_dates(lesions)
     if len(dates) < 2:

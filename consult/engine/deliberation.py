@@ -41,6 +41,7 @@ from clinical.vocab import (
     StepKind,
 )
 from consult.engine import guideline
+from consult.engine.abstention import abstain
 from consult.engine.consensus import (
     case_weights,
     critique_conflicts,
@@ -714,6 +715,16 @@ class Deliberation:
             labels=self.labels,
             rejected=rejected,
         )
+        # Outside the knowledge base (issue 30): the plan abstains with content instead of
+        # presenting the nearest standard pathway as the recommendation.
+        outside = abstain(
+            case=self.state.case,
+            units=[*self.state.evidence.get("treatment", []), *self.state.considered],
+            components=plan_components,
+            removed={r.option for r in rejected},
+        )
+        if outside is not None:
+            plan_components = outside.components
         monitoring = [
             MonitoringItem(phase=m.phase, what=m.what, interval=m.interval, anchor=m.anchor)
             for m in draft.monitoring
@@ -788,6 +799,8 @@ class Deliberation:
                     "pathology (ypT/ypN) confirms residual invasive disease before adjuvant "
                     "therapy is chosen on it."
                 )
+        if outside is not None:
+            intent, summary = Intent.ABSTAIN, outside.summary
         return Plan(
             response=response.to_plan() if response is not None else None,
             case_id=str(self.state.case.get("case_id") or ""),
@@ -799,6 +812,7 @@ class Deliberation:
                 components=plan_components,
                 question=str(self.state.case.get("question") or ""),
                 confirm_first=list(gate.get("confirm_first") or ()),
+                abstention=outside.abstention if outside is not None else None,
             ),
             rejected_options=_unique_rejected(rejected),
             safety=SafetyBlock.model_validate({"gates": gate["gates"], "flags": gate["flags"]}),
@@ -811,7 +825,7 @@ class Deliberation:
                     *(ConflictRecord.model_validate(c) for c in gate["conflicts"]),
                 ]
             ),
-            abstain=not plan_components,
+            abstain=not plan_components or outside is not None,
             needs_data=needs,
             rounds=self.state.rounds,
             informed_by=[

@@ -1182,6 +1182,7 @@ COMMON_FACTS = {
     "progression_on_imaging",
     "response_oligoprogression",
     "continues_current_line",
+    "situations",
 }
 
 
