@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any, Final
 
@@ -325,6 +325,15 @@ def lesions_from_case(case: Mapping[str, Any]) -> list[Lesion]:
     if len(raw) > MAX_LESIONS:
         raise LesionInputError("$.lesions", f"more than {MAX_LESIONS} lesions")
     lesions = [_parse_lesion(item, f"$.lesions[{i}]") for i, item in enumerate(raw)]
+    if not any(isinstance(item, Mapping) and item.get("target") is not None for item in raw):
+        # No lesion says whether it is a target: every lesion measured at the first scan is
+        # followed as one (a file listing lesions means them to be measured), so growth is
+        # not hidden as "non-target, still present".
+        first = min((m.date for x in lesions for m in x.measurements if m.date), default=None)
+        lesions = [
+            replace(x, target=True) if first is not None and x.at(first) is not None else x
+            for x in lesions
+        ]
     ids: dict[str, int] = {}
     for i, lesion in enumerate(lesions):
         if lesion.lesion_id in ids:
@@ -1105,6 +1114,37 @@ def response_oligoprogression(case: Mapping[str, Any]) -> CalcResult:
     return _response_result(case, "response_oligoprogression")
 
 
+def setting_disagreement(case: Mapping[str, Any]) -> tuple[str | None, str] | None:
+    """A recorded setting the serial measurements contradict, with the setting they show
+    (None: no progression) and why: "progressive" recorded while the line being given still
+    works, or "newly_diagnosed" recorded while the disease progresses after systemic therapy.
+    The computed response wins; the plan says so."""
+    diagnosis = case.get("diagnosis")
+    typed = diagnosis.get("setting") if isinstance(diagnosis, Mapping) else None
+    if typed == "progressive":
+        found = continues_current_line(case)
+        if found is not None:
+            assessment, therapy = found
+            return None, (
+                f"recorded as progressive, but {assessment.criteria} on "
+                f"{assessment.latest.date.isoformat()} reads {assessment.latest.label} on "
+                f"{therapy.regimen}"
+            )
+    if typed == "newly_diagnosed" and progression_on_imaging(case).value is True:
+        therapies = diagnosis.get("prior_therapies") if isinstance(diagnosis, Mapping) else None
+        systemic = [
+            t
+            for t in therapies or []
+            if isinstance(t, Mapping)
+            and t.get("kind") not in _LOCAL_KINDS
+            and isinstance(t.get("regimen"), str)
+            and any(m.drugs for m in mentions(t["regimen"]))
+        ]
+        if systemic:
+            return "progressive", "recorded as newly diagnosed, but the scans show progression"
+    return None
+
+
 def setting_from_imaging(case: Mapping[str, Any]) -> str | None:
     """The disease setting the serial measurements show, for a case that does not record one:
     "progressive" when the latest computed response is progression; "residual_after_neoadjuvant"
@@ -1182,9 +1222,10 @@ class OngoingTherapy:
 
 _THEN: Final = re.compile(r"[,;]?\s*\b(?:then|followed by)\b", re.IGNORECASE)
 _LOCAL_KINDS: Final = frozenset({"operation", "radiotherapy", "locoregional", "transplant"})
-# Response that keeps a line going (the disease is controlled, or progression on a checkpoint
-# inhibitor is not yet confirmed, or an interim PET shows a metabolic response).
-CONTROLLED: Final = frozenset({CR, PR, SD, IUPD, CMR, PMR})
+# Response that keeps a line going: the disease is controlled, progression on a checkpoint
+# inhibitor is not yet confirmed, an interim PET shows a metabolic response, or the scan could
+# not be evaluated (no line is abandoned without progression being shown).
+CONTROLLED: Final = frozenset({CR, PR, SD, IUPD, CMR, PMR, NE})
 
 
 def _iso(value: object) -> date | None:

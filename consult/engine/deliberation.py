@@ -791,6 +791,9 @@ class Deliberation:
         )
         if response is not None:
             summary = f"{summary} {response_sentence(response)}".strip()
+            disagreement = self.state.facts.get("derived.setting_disagreement")
+            if disagreement:
+                summary += f" The setting was {disagreement}: the computed response is used."
             if self.state.facts.get("derived.setting_from_imaging") == (
                 "residual_after_neoadjuvant"
             ):

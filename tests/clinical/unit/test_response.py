@@ -469,3 +469,20 @@ def test_widespread_progression_is_not_oligoprogression() -> None:
     assert result is not None
     assert result.latest.category == "PD"
     assert not oligoprogression(result, lesions)
+
+
+def test_lesions_without_target_flags_become_targets_at_baseline() -> None:
+    raw = [lesion("L1", {D0: 20, D1: 30}), lesion("L2", {D1: 10})]
+    for item in raw:
+        del item["target"]
+    lesions = read(*raw)
+    assert [x.target for x in lesions] == [True, False]
+    result = recist(lesions)
+    assert result is not None
+    assert result.baseline_sum_mm == 20
+    assert result.latest.new_lesions == ("L2",)
+
+
+def test_explicit_target_flags_are_kept() -> None:
+    lesions = read(lesion("L1", {D0: 20, D1: 30}), lesion("L2", {D0: 10, D1: 10}, target=False))
+    assert [x.target for x in lesions] == [True, False]

@@ -134,3 +134,38 @@ def test_residual_disease_after_neoadjuvant_therapy_leads_to_t_dm1(bundle: Any) 
     assert plan["response"]["category"] == "PR"
     assert "trastuzumab emtansine" in _primary(plan)
     assert "surgical pathology" in plan["recommendation"]["summary"]
+
+
+def test_recorded_progression_contradicted_by_a_pseudo_progression_continues(
+    bundle: Any,
+) -> None:
+    # given the pseudo-progression case recorded as "progressive" by the clinician
+    case = copy.deepcopy(_case("lung-40.json"))
+    case["diagnosis"]["setting"] = "progressive"
+    plan = plan_offline(case, bundle)
+    # then the computed response wins, and the plan says why
+    assert _primary(plan).startswith("continue pembrolizumab + pemetrexed maintenance")
+    assert "The setting was recorded as progressive" in plan["recommendation"]["summary"]
+
+
+def test_scan_that_cannot_be_read_does_not_end_a_curative_course(bundle: Any) -> None:
+    # given the interim PET without baseline Deauville scores (uptake cannot be compared)
+    case = copy.deepcopy(_case("lymph-40.json"))
+    for lesion in case["lesions"]:
+        lesion["measurements"][0]["deauville"] = None
+    plan = plan_offline(case, bundle)
+    # then the response is not evaluable and R-CHOP is not abandoned for salvage therapy
+    assert plan["response"]["category"] == "NE"
+    primary = _primary(plan)
+    assert "continue r-chop" in primary
+    assert "r-ice" not in primary
+
+
+def test_lesions_without_target_flags_are_all_measured(bundle: Any) -> None:
+    case = copy.deepcopy(_case("hcc-40.json"))
+    for lesion in case["lesions"]:
+        del lesion["target"]
+    case["lesions"] = case["lesions"][:2]
+    plan = plan_offline(case, bundle)
+    assert plan["response"]["baseline_sum_mm"] == 80
+    assert plan["response"]["category"] == "SD"
