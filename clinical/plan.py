@@ -153,6 +153,8 @@ class PlanComponent(_Model):
     # A pathway option that failed a gate and leads only because nothing safer is on offer:
     # the precondition it waits for ("the large varices have been treated").
     waits_for: str = ""
+    # The lesions a local step treats, by their case-file ids (FORMAT.md §4 lesions[]).
+    lesions: Texts = Field(default_factory=list, exclude_if=lambda v: not v)
 
     @model_validator(mode="before")
     @classmethod

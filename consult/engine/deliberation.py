@@ -77,7 +77,12 @@ from consult.engine.protocols import (
     Usage,
 )
 from consult.engine.providers import Answer, GuidelineProvider, LLMProvider
-from consult.engine.restaging import CONTINUE_PREFIX, continue_on_response, continued_intent
+from consult.engine.restaging import (
+    CONTINUE_PREFIX,
+    continue_on_response,
+    continued_intent,
+    name_treated_lesions,
+)
 from consult.engine.safeguards import (
     gate_with_fallback,
     guideline_options,
@@ -702,7 +707,9 @@ class Deliberation:
     def _assemble(self, gate: Mapping[str, Any]) -> Plan:
         assert self.state.synthesis is not None  # noqa: S101
         draft = self.state.synthesis.draft
-        plan_components = [PlanComponent.model_validate(c) for c in gate["components"]]
+        plan_components = name_treated_lesions(
+            [PlanComponent.model_validate(c) for c in gate["components"]], self.state.case
+        )
         rejected = [*draft.rejected, *(RejectedOption.model_validate(r) for r in gate["rejected"])]
         memory = {e.unit_id: e for units in self.state.evidence.values() for e in units}
         for unit in gate.get("units") or ():

@@ -13,7 +13,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from clinical.calculators.response import IUPD, PMR, continues_current_line
+from clinical.calculators.response import (
+    IUPD,
+    PMR,
+    Lesion,
+    LesionInputError,
+    case_response,
+    continues_current_line,
+    index_lesion,
+    lesions_from_case,
+    oligoprogression,
+)
+from clinical.plan import PlanComponent
 from clinical.vocab import ComponentRole, Intent, Modality, ResponseAnchor
 from consult.engine.schemas import ProposedComponent
 
@@ -99,3 +110,64 @@ def continued_intent(case: Mapping[str, Any]) -> Intent | None:
     if found is None:
         return None
     return Intent.CURATIVE if found[1].intent == "curative" else Intent.PALLIATIVE
+
+
+LOCAL_MODALITIES = frozenset(
+    {Modality.SURGERY, Modality.ABLATION, Modality.RADIOTHERAPY, Modality.LOCOREGIONAL}
+)
+
+
+def _growing(lesions: Sequence[Lesion], case: Mapping[str, Any]) -> list[Lesion]:
+    """The lesions that progress at the latest scan (new, or 5 mm larger than at the scan
+    before), when progression is confined to a few of them."""
+    assessment = case_response(case)
+    if assessment is None or not oligoprogression(assessment, lesions):
+        return []
+    last = assessment.latest
+    earlier = sorted(
+        {m.date for x in lesions for m in x.measurements if m.date and m.date < last.date}
+    )
+    before = earlier[-1] if earlier else None
+    out = []
+    for lesion in lesions:
+        now = lesion.size_mm(last.date)
+        then = lesion.size_mm(before) if before else None
+        if lesion.lesion_id in last.new_lesions or (
+            now is not None and then is not None and now - then >= 5
+        ):
+            out.append(lesion)
+    return out
+
+
+def name_treated_lesions(
+    components: Sequence[PlanComponent], case: Mapping[str, Any]
+) -> list[PlanComponent]:
+    """Each local step (operation, ablation, radiotherapy, locoregional therapy) names the
+    lesions it treats: the progressing ones under oligoprogression, else the index lesion.
+    Only for a case file that lists its lesions; other plans are returned unchanged."""
+    if case.get("lesions") is None:
+        return list(components)
+    try:
+        lesions = lesions_from_case(case)
+    except LesionInputError:
+        return list(components)
+    treated = _growing(lesions, case)
+    words = "progressing lesion" if treated else "index lesion"
+    if not treated:
+        index = index_lesion(lesions)
+        treated = [index] if index is not None else []
+    if not treated:
+        return list(components)
+    named = ", ".join(x.lesion_id + (f" ({x.site})" if x.site else "") for x in treated)
+    out: list[PlanComponent] = []
+    for component in components:
+        if component.modality in LOCAL_MODALITIES and not component.lesions:
+            component = component.model_copy(
+                update={
+                    "lesions": [x.lesion_id for x in treated],
+                    "description": f"{component.description} — {words}"
+                    f"{'s' if len(treated) > 1 else ''} {named}",
+                }
+            )
+        out.append(component)
+    return out

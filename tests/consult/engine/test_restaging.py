@@ -169,3 +169,28 @@ def test_lesions_without_target_flags_are_all_measured(bundle: Any) -> None:
     plan = plan_offline(case, bundle)
     assert plan["response"]["baseline_sum_mm"] == 80
     assert plan["response"]["category"] == "SD"
+
+
+def test_local_steps_name_the_lesion_they_treat(bundle: Any) -> None:
+    # given the HER2+ case after neoadjuvant therapy and breast-conserving surgery
+    plan = plan_offline(_case("breast-40.json"), bundle)
+    # then the radiotherapy says which lesion's site it treats, by id and site
+    radiotherapy = next(
+        c for c in plan["recommendation"]["components"] if c["modality"] == "radiotherapy"
+    )
+    assert radiotherapy["lesions"] == ["L1"]
+    assert "index lesion L1 (left breast upper outer quadrant)" in radiotherapy["description"]
+    # and systemic steps name none
+    assert all(
+        "lesions" not in c
+        for c in plan["recommendation"]["components"]
+        if c["modality"] == "systemic"
+    )
+
+
+def test_plans_without_lesions_are_unchanged_by_lesion_naming(bundle: Any) -> None:
+    case = json.loads((CASES / "breast-07.json").read_text())
+    case.pop("expected")
+    plan = plan_offline(case, bundle)
+    assert all("lesions" not in c for c in plan["recommendation"]["components"])
+    assert all("index lesion" not in c["description"] for c in plan["recommendation"]["components"])
