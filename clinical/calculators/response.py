@@ -1294,10 +1294,17 @@ def continues_current_line(
     return assessment, therapy
 
 
+_OPERATION: Final = re.compile(
+    r"\b(?:then|followed by)\b.*\b(?:surgery|mastectomy|lumpectomy|resection|lobectomy|"
+    r"hepatectomy|operation|breast-conserving)\b",
+    re.IGNORECASE,
+)
+
+
 def residual_after_neoadjuvant(case: Mapping[str, Any]) -> bool | None:
-    """Residual disease after a completed neoadjuvant course: the last scan after it is not a
-    complete response and an operation followed it (the specimen's pathology confirms it).
-    None when the measurements or the dates do not say."""
+    """Residual disease after a neoadjuvant course that an operation followed: the last scan
+    since the course began is not a complete response (the specimen's pathology confirms it).
+    None when the history or the measurements do not say."""
     assessment = case_response(case)
     if assessment is None:
         return None
@@ -1305,27 +1312,35 @@ def residual_after_neoadjuvant(case: Mapping[str, Any]) -> bool | None:
     therapies = diagnosis.get("prior_therapies") if isinstance(diagnosis, Mapping) else None
     if not isinstance(therapies, list):
         return None
-    ends = [
-        when
+    courses = [
+        t
         for t in therapies
         if isinstance(t, Mapping)
-        and t.get("intent") == "neoadjuvant"
-        and (when := _iso(t.get("end_date"))) is not None
+        and (
+            t.get("intent") == "neoadjuvant"
+            or (t.get("intent") is None and "neoadjuvant" in str(t.get("regimen") or "").lower())
+        )
     ]
-    if not ends:
+    if not courses:
         return None
-    ended = max(ends)
-    operated = any(
+    began = [d for t in courses if (d := _iso(t.get("start_date"))) is not None]
+    ended = [d for t in courses if (d := _iso(t.get("end_date"))) is not None]
+    since = max(ended or began) if (ended or began) else None
+    operated = any(_OPERATION.search(str(t.get("regimen") or "")) for t in courses) or any(
         isinstance(t, Mapping)
         and t.get("kind") == "operation"
-        and isinstance(t.get("start_date") or t.get("end_date"), str)
-        and str(t.get("start_date") or t.get("end_date")) >= ended.isoformat()
+        and (
+            since is None or ((d := _iso(t.get("start_date") or t.get("end_date"))) and d >= since)
+        )
         for t in therapies
     )
-    after = [tp for tp in assessment.time_points if tp.date >= ended]
-    if not after or not operated:
+    if not operated:
         return None
-    return after[-1].category not in (CR, CMR)
+    start = min(began) if began else None
+    last = assessment.latest
+    if start is not None and last.date < start:
+        return None
+    return last.category not in (CR, CMR)
 
 
 CONTINUE_SOURCE: Final = (

@@ -15,6 +15,7 @@ from clinical.calculators.response import (
     mrecist,
     oligoprogression,
     recist,
+    residual_after_neoadjuvant,
     response_criteria,
 )
 
@@ -486,3 +487,25 @@ def test_lesions_without_target_flags_become_targets_at_baseline() -> None:
 def test_explicit_target_flags_are_kept() -> None:
     lesions = read(lesion("L1", {D0: 20, D1: 30}), lesion("L2", {D0: 10, D1: 10}, target=False))
     assert [x.target for x in lesions] == [True, False]
+
+
+def _neoadjuvant_case(therapies: list[dict[str, Any]], last_mm: float) -> dict[str, Any]:
+    return {
+        "cancer_type": "breast",
+        "diagnosis": {"prior_therapies": therapies},
+        "lesions": [lesion("L1", {"2026-02-01": 40, "2026-04-01": 25, "2026-06-25": last_mm})],
+    }
+
+
+def test_residual_after_neoadjuvant_needs_the_operation_that_followed() -> None:
+    course = {"regimen": "TCHP x6", "intent": "neoadjuvant", "start_date": "2026-02-10"}
+    operation = {"regimen": "mastectomy", "kind": "operation", "start_date": "2026-07-10"}
+    # given disease left on the pre-operative scan, then the operation
+    assert residual_after_neoadjuvant(_neoadjuvant_case([course, operation], 12)) is True
+    # an imaging complete response is not residual disease on imaging
+    assert residual_after_neoadjuvant(_neoadjuvant_case([course, operation], 0)) is False
+    # no operation yet: the next step is surgery, not an adjuvant choice
+    assert residual_after_neoadjuvant(_neoadjuvant_case([course], 12)) is None
+    # the operation written into the course's regimen counts
+    written = {**course, "regimen": "TCHP x6, then breast-conserving surgery"}
+    assert residual_after_neoadjuvant(_neoadjuvant_case([written], 12)) is True
