@@ -150,10 +150,7 @@ def test_editing_a_dossier_keeps_the_records_in_line(
     assert LesionMeasurement.objects.filter(lesion__lesion_id="L1").count() == 4
 
 
-def test_report_appendix_shows_the_course_from_the_snapshot(
-    clinician: Any, dossier: LesionDossier
-) -> None:
-    # given a completed consultation on the restaging dossier
+def _completed(clinician: Any, dossier: LesionDossier) -> Consultation:
     snapshot = dossier_submit(actor=clinician, dossier=dossier)
     consultation = consultation_start(actor=clinician, dossier=dossier, enqueue=False)
     document = system_plan(snapshot.data)
@@ -163,8 +160,16 @@ def test_report_appendix_shows_the_course_from_the_snapshot(
     Plan.objects.create(
         consultation=consultation, payload=document, content_hash=payload_hash(document)
     )
+    return Consultation.objects.get(pk=consultation.pk)
+
+
+def test_report_appendix_shows_the_course_from_the_snapshot(
+    clinician: Any, dossier: LesionDossier
+) -> None:
+    # given a completed consultation on the restaging dossier
+    consultation = _completed(clinician, dossier)
     # when the report is rendered
-    state = review_state_get(consultation=Consultation.objects.get(pk=consultation.pk))
+    state = review_state_get(consultation=consultation)
     context = report_context(
         state=state, decided=state.decided, paper="a4", generated=timezone.now()
     )
@@ -174,3 +179,19 @@ def test_report_appendix_shows_the_course_from_the_snapshot(
     assert "Response by mRECIST (computed)" in text
     assert "new lesion(s): L3 -> progression" in text
     assert "atezolizumab + bevacizumab" in text
+
+
+def test_plan_page_shows_the_computed_response_and_the_timeline_shows_the_plan(
+    client: Any, clinician: Any, dossier: LesionDossier
+) -> None:
+    consultation = _completed(clinician, dossier)
+    client.force_login(clinician)
+    page = page_text(
+        client.get(reverse("consult:plan-detail", args=[consultation.pk])).content.decode()
+    )
+    assert "Response at restaging (computed)" in page
+    assert "PD by mRECIST on 2026-10-12" in page
+    assert "new lesions: L3" in page
+    timeline = page_text(_timeline(client, dossier).content.decode())
+    assert "Plan: Lenvatinib" in timeline
+    assert "response PD (mRECIST)" in timeline
