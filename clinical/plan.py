@@ -155,6 +155,10 @@ class PlanComponent(_Model):
     waits_for: str = ""
     # The lesions a local step treats, by their case-file ids (FORMAT.md §4 lesions[]).
     lesions: Texts = Field(default_factory=list, exclude_if=lambda v: not v)
+    # When a pathway step is given relative to the steps before it (issue 23): "before" (a
+    # baseline or prophylaxis step done before the treatment it protects), "with" (concurrent
+    # with the step before it), "then" (after it); "" when not stated.
+    timing: Literal["", "before", "with", "then"] = ""
 
     @model_validator(mode="before")
     @classmethod
@@ -302,6 +306,32 @@ class InformedBy(_Model):
     similarity: float = 0.0
 
 
+class DecisiveFact(_Model):
+    """A fact whose change would change the primary pathway (FORMAT.md §4): the engine re-ran
+    its choice with the fact varied (``varied_to``) and the pathway would start with
+    ``primary_would_be``; ``advice`` says what the board should confirm; ``text`` is the
+    sentence shown first on the plan ("At ECOG 0 this would be BCLC A and ... would be
+    recommended; confirm ...")."""
+
+    fact: str
+    recorded: Any = None
+    varied_to: Any = None
+    primary_would_be: str = ""
+    advice: str = ""
+    text: str = ""
+    staging_would_be: dict[str, Any] = Field(default_factory=dict)
+
+
+class CoherenceNote(_Model):
+    """One property of the pathway as a whole the engine checked after the gate: what it found,
+    and whether it repaired it (moved a baseline step first, moved a second backbone to the
+    alternatives) or only reports it."""
+
+    property: str
+    sentence: str
+    repaired: bool = False
+
+
 class Plan(_Model):
     """A plan as FORMAT.md §2 defines it. What only the engine knows (``engine``, ``staging``,
     ``evidence``, ``confidence``) is optional, so that a plan written by a tumour board (a
@@ -325,6 +355,14 @@ class Plan(_Model):
     informed_by: list[InformedBy] = Field(default_factory=list)
     # The response computed from serial lesion measurements (FORMAT.md §4), None without them.
     response: dict[str, Any] | None = None
+    # What would change this plan (issue 23): empty with ``variations_tried`` > 0 means none of
+    # the variations tried changes the primary pathway; None tried means not computed (a plan
+    # written by a tumour board, or one made before 2026-11-27).
+    decisive_facts: list[DecisiveFact] = Field(default_factory=list)
+    variations_tried: int | None = None
+    # The pathway checked as a whole after the gate (issue 23): what the engine found and
+    # whether it repaired it.
+    coherence: list[CoherenceNote] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
