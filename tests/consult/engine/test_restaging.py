@@ -60,7 +60,8 @@ def test_same_patient_with_controlled_disease_continues_the_line(bundle: Any) ->
     plan = plan_offline(case, bundle)
     # then the ongoing therapy continues and the next line waits for progression
     assert plan["response"]["category"] == "SD"
-    assert _primary(plan).startswith("continue atezolizumab + bevacizumab")
+    assert "continue atezolizumab + bevacizumab" in _primary(plan)
+    assert "lenvatinib" not in _primary(plan)
     lenvatinib = next(
         c for c in plan["recommendation"]["components"] if "Lenvatinib" in c["description"]
     )
@@ -86,7 +87,7 @@ def test_pseudo_progression_on_immunotherapy_continues_pembrolizumab(bundle: Any
     assert [h["category"] for h in response["history"]] == ["SD", "iUPD", "PR"]
     assert any("pseudo-progression" in line for line in response["arithmetic"])
     primary = _primary(plan)
-    assert primary.startswith("continue pembrolizumab + pemetrexed maintenance")
+    assert "continue pembrolizumab + pemetrexed maintenance" in primary
     assert "carboplatin" not in primary  # the induction phase is over
     assert "sotorasib" not in primary
     assert plan["recommendation"]["intent"] == "palliative"
@@ -144,7 +145,7 @@ def test_recorded_progression_contradicted_by_a_pseudo_progression_continues(
     case["diagnosis"]["setting"] = "progressive"
     plan = plan_offline(case, bundle)
     # then the computed response wins, and the plan says why
-    assert _primary(plan).startswith("continue pembrolizumab + pemetrexed maintenance")
+    assert "continue pembrolizumab + pemetrexed maintenance" in _primary(plan)
     assert "The setting was recorded as progressive" in plan["recommendation"]["summary"]
 
 
