@@ -36,6 +36,7 @@ KEY_LABS: Final = (
     ("labs.bilirubin_mg_dl", "Bilirubin", "mg/dL"),
     ("labs.platelets_10e9_l", "Platelets", "10^9/L"),
 )
+_NOT_A_TREATMENT: Final = frozenset({"supportive", "antiviral", "referral", "surveillance"})
 LANES: Final = (
     ("treatment", "Treatments"),
     ("imaging", "Imaging and response"),
@@ -198,11 +199,16 @@ def _mdt(dossiers: Sequence[LesionDossier]) -> list[Event]:
         if plan is None:
             continue
         payload = plan.payload
-        primary = [
-            c.get("description", "")
+        steps = [
+            c
             for c in (payload.get("recommendation") or {}).get("components") or []
             if c.get("role") == "primary"
         ]
+        # the treatment the plan leads with, not a confirm-first check or a supportive step
+        treatments = [
+            c for c in steps if not c.get("adjunct") and c.get("modality") not in _NOT_A_TREATMENT
+        ]
+        primary = [c.get("description", "") for c in treatments or steps]
         response = payload.get("response") or {}
         detail = f"response {response['category']} ({response['criteria']})" if response else ""
         out.append(
