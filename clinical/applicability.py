@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from clinical.calculators import derive_all
+from clinical.calculators.response import setting_disagreement, setting_from_imaging
 from clinical.rules import Condition, Context
 from clinical.text.clinicaltext import complete_from_text, likely_missing
 from clinical.text.negation import affirms
@@ -35,6 +36,10 @@ def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
     case, from_text, disagreements = complete_from_text(
         case, skip=frozenset(f["fact"] for f in (*from_notes, *notes_disagreements))
     )
+    # Response is computed, not typed: serial measurements that show progression make an
+    # unrecorded setting "progressive" (the rules of later lines then apply), and where they
+    # contradict the recorded setting they win ("derived.setting_disagreement" says why).
+    case, imaging_setting, disagreement = _complete_setting(case)
     facts: dict[str, Any] = {}
     for key, value in case.items():
         if isinstance(value, Mapping):
@@ -51,7 +56,28 @@ def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
     facts["derived.from_text"] = from_notes + from_text
     facts["derived.text_disagreements"] = notes_disagreements + disagreements
     facts["derived.likely_missing"] = likely_missing(case)
+    facts["derived.setting_from_imaging"] = imaging_setting
+    facts["derived.setting_disagreement"] = disagreement
     return facts
+
+
+def _complete_setting(
+    case: Mapping[str, Any],
+) -> tuple[Mapping[str, Any], str | None, str | None]:
+    """The case with the setting its serial measurements show, the setting filled in (when none
+    was recorded) and why a recorded one was replaced."""
+    diagnosis = case.get("diagnosis")
+    section = dict(diagnosis) if isinstance(diagnosis, Mapping) else {}
+    if section.get("setting") is not None:
+        contradicted = setting_disagreement(case)
+        if contradicted is None:
+            return case, None, None
+        setting, why = contradicted
+        return {**case, "diagnosis": {**section, "setting": setting}}, None, why
+    setting = setting_from_imaging(case)
+    if setting is None:
+        return case, None, None
+    return {**case, "diagnosis": {**section, "setting": setting}}, setting, None
 
 
 def _norm(value: Any) -> Any:

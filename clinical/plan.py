@@ -153,6 +153,8 @@ class PlanComponent(_Model):
     # A pathway option that failed a gate and leads only because nothing safer is on offer:
     # the precondition it waits for ("the large varices have been treated").
     waits_for: str = ""
+    # The lesions a local step treats, by their case-file ids (FORMAT.md §4 lesions[]).
+    lesions: Texts = Field(default_factory=list, exclude_if=lambda v: not v)
     # When a pathway step is given relative to the steps before it (issue 23): "before" (a
     # baseline or prophylaxis step done before the treatment it protects), "with" (concurrent
     # with the step before it), "then" (after it); "" when not stated.
@@ -351,6 +353,8 @@ class Plan(_Model):
     rounds: int = 1
     # The past cases that informed the plan (recalled from round 2; none in one round).
     informed_by: list[InformedBy] = Field(default_factory=list)
+    # The response computed from serial lesion measurements (FORMAT.md §4), None without them.
+    response: dict[str, Any] | None = None
     # What would change this plan (issue 23): empty with ``variations_tried`` > 0 means none of
     # the variations tried changes the primary pathway; None tried means not computed (a plan
     # written by a tumour board, or one made before 2026-11-27).

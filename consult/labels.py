@@ -85,6 +85,14 @@ DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
         "derived.breast_surgery_done": "Breast operation done",
         "derived.allergy_classes": "Drug allergies (by class)",
         "derived.allergies_unmapped": "Allergies not matched to a drug class",
+        "derived.response": "Response at the latest scan (computed)",
+        "derived.response_criteria": "Response criteria",
+        "derived.new_lesions": "New lesions at the latest scan",
+        "derived.progression_on_imaging": "Progression on imaging",
+        "derived.response_oligoprogression": "Oligoprogression (at most three lesions)",
+        "derived.continues_current_line": "The current line continues",
+        "derived.setting_from_imaging": "Setting shown by the scans",
+        "derived.setting_disagreement": "Recorded setting contradicted by the scans",
     }
 )
 

@@ -126,6 +126,68 @@ class DossierSnapshot(models.Model):
         return FrozenFacts.from_json(self.facts)
 
 
+# --- lesions over time --------------------------------------------------------------------
+
+
+class LesionKind(models.TextChoices):
+    PRIMARY = "primary", "primary tumour"
+    NODAL = "nodal", "lymph node"
+    METASTASIS = "metastasis", "metastasis"
+
+
+class Lesion(models.Model):
+    """One lesion of a patient, followed across dossiers by its id in the case files ("L1").
+    Recorded from the dossiers' ``lesions[]`` (FORMAT.md §4) when a dossier is saved."""
+
+    patient = models.ForeignKey(Patient, on_delete=models.CASCADE, related_name="lesions")
+    lesion_id = models.CharField(max_length=40)
+    site = models.CharField(max_length=200, blank=True)
+    laterality = models.CharField(max_length=16, blank=True)
+    kind = models.CharField(max_length=16, choices=LesionKind.choices, blank=True)
+    target = models.BooleanField(default=False)
+    is_index = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["patient", "lesion_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["patient", "lesion_id"], name="lesion_id_per_patient")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lesion_id} {self.site}".strip()
+
+
+class LesionMeasurement(models.Model):
+    """One reading of a lesion on one date, in millimetres (and a PET Deauville score)."""
+
+    lesion = models.ForeignKey(Lesion, on_delete=models.CASCADE, related_name="measurements")
+    date = models.DateField()
+    modality = models.CharField(max_length=16, blank=True)
+    longest_diameter_mm = models.FloatField(null=True, blank=True)
+    short_axis_mm = models.FloatField(null=True, blank=True)
+    viable_enhancing_mm = models.FloatField(null=True, blank=True)
+    deauville = models.PositiveSmallIntegerField(null=True, blank=True)
+    # the dossier whose case file recorded it (kept when that dossier is edited again)
+    dossier = models.ForeignKey(
+        LesionDossier, on_delete=models.SET_NULL, null=True, related_name="measurements"
+    )
+
+    class Meta:
+        ordering = ["lesion", "date"]
+        constraints = [
+            models.UniqueConstraint(fields=["lesion", "date"], name="one_measurement_per_date"),
+            models.CheckConstraint(
+                condition=models.Q(deauville__isnull=True)
+                | models.Q(deauville__gte=1, deauville__lte=5),
+                name="deauville_1_to_5",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lesion.lesion_id} on {self.date.isoformat()}"
+
+
 # --- consultations ------------------------------------------------------------------------
 
 

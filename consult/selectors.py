@@ -46,6 +46,17 @@ def patient_list(*, user: Any, cancer_type: str = "") -> QuerySet[Patient]:
     return patients.annotate(dossier_count=Count("dossiers")).order_by("team__name", "pseudonym")
 
 
+def patient_get(*, user: Any, pk: int) -> Patient:
+    """The patient if the user's teams own it (clinicians and admins only); 404 otherwise."""
+    _require_clinical_role(user)
+    try:
+        return (
+            Patient.objects.select_related("team").filter(team__in=teams_for(user=user)).get(pk=pk)
+        )
+    except Patient.DoesNotExist as exc:
+        raise Http404("No such patient") from exc
+
+
 def dossier_list(
     *,
     user: Any,

@@ -9,6 +9,7 @@ app_name = "consult"
 
 urlpatterns = [
     path("patients/", views.patient_list, name="patient-list"),
+    path("patients/<int:pk>/timeline/", views.patient_timeline_view, name="patient-timeline"),
     path("dossiers/", views.dossier_list, name="dossier-list"),
     path("dossiers/new/", views.dossier_create_view, name="dossier-create"),
     path("dossiers/import/", views.dossier_import, name="dossier-import"),

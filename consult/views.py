@@ -56,6 +56,7 @@ from consult.services.dossiers import (
     snapshot_recompute,
 )
 from consult.services.fhir import FHIR_ALONE, fhir_upload_preview, upload_is_fhir
+from consult.timeline import patient_timeline
 from consult.views_fhir import render_preview
 from mdtboard.accounts.roles import Role, role_required
 from mdtboard.audit.services import audit_record
@@ -90,6 +91,13 @@ def patient_list(request: AuthedRequest) -> HttpResponse:
         payload={"ids": [p.pk for p in patients[:_LISTED_IDS]], "count": len(patients)},
     )
     return render(request, "consult/patient_list.html", {"patients": patients, "form": form})
+
+
+@require_GET
+def patient_timeline_view(request: AuthedRequest, pk: int) -> HttpResponse:
+    timeline = patient_timeline(user=request.user, pk=pk)
+    audit_record(action="patient.timeline", actor=request.user, obj=timeline.patient)
+    return render(request, "consult/patient_timeline.html", {"timeline": timeline})
 
 
 @require_GET

@@ -87,6 +87,14 @@ from clinical.calculators.renal import (
     crcl_cockcroft_gault,
     egfr_ckd_epi_2021,
 )
+from clinical.calculators.response import (
+    continues_current_line_fact,
+    new_lesions,
+    progression_on_imaging,
+    response_category,
+    response_criteria_used,
+    response_oligoprogression,
+)
 from clinical.calculators.situations import situations
 from clinical.calculators.tnm import breast_tnm_stage, lung_tnm_stage
 from clinical.calculators.transplant import (
@@ -151,6 +159,13 @@ PATIENT: Final[dict[str, Calculator]] = {
     "intolerant_of": intolerant_of,
     "allergy_classes": allergy_classes,
     "allergies_unmapped": allergies_unmapped,
+    # serial lesion measurements (FORMAT.md §4 lesions[]): the computed response
+    "response": response_category,
+    "response_criteria": response_criteria_used,
+    "new_lesions": new_lesions,
+    "progression_on_imaging": progression_on_imaging,
+    "response_oligoprogression": response_oligoprogression,
+    "continues_current_line": continues_current_line_fact,
     # The course of the disease in time (clinical/calculators/course.py, issue 23).
     "months_since_last_treatment": months_since_last_treatment,
     "months_since_platinum": months_since_platinum,

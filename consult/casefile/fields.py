@@ -407,6 +407,14 @@ FIELDS: tuple[Field, ...] = (
     # diagnosis
     Field("diagnosis.histology", "diagnosis", "Histology", FieldType.STR, max_length=_SHORT),
     Field(
+        "diagnosis.date",
+        "diagnosis",
+        "Date of diagnosis",
+        FieldType.DATE,
+        unit="yyyy-mm-dd",
+        help="The date of the diagnostic biopsy or imaging; no lesion is measured before it.",
+    ),
+    Field(
         "diagnosis.subtype",
         "diagnosis",
         "Subtype",
@@ -1251,8 +1259,13 @@ TOP_LEVEL_KEYS: tuple[str, ...] = (
     "cancer_type",
     "question",
     *JSON_SECTIONS,
+    "lesions",
     "notes",
 )
+
+# Optional top-level list of lesions with serial measurements (FORMAT.md §4); a file without it
+# has one lesion, its index_lesion. Read and checked by clinical/calculators/response.py.
+LESIONS_KEY = "lesions"
 
 # Top-level key that evaluation files add (FORMAT.md §3); accepted and ignored on import.
 EXPECTED_KEY = "expected"

@@ -7,12 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from clinical.calculators.response import LATERALITIES, LESION_KINDS, MAX_SIZE_MM, MODALITIES
 from clinical.vocab import CancerType
 from consult.casefile.fields import (
     EXPECTED_KEY,
     FIELDS,
     FORMAT_ID,
     JSON_SECTIONS,
+    LESIONS_KEY,
     PRIOR_THERAPY_FIELDS,
     SECTIONS,
     TNM_GENERIC_PATTERNS,
@@ -97,6 +99,48 @@ def _object_schema(fields: tuple[Field, ...], title: str, description: str) -> d
     }
 
 
+_SIZE: dict[str, Any] = {"type": ["number", "null"], "minimum": 0, "maximum": MAX_SIZE_MM}
+_MEASUREMENT_SCHEMA: dict[str, Any] = {
+    "title": "Measurement",
+    "description": "One reading of a lesion on one date; sizes in millimetres.",
+    "type": "object",
+    "properties": {
+        "date": {"type": "string", "format": "date"},
+        "modality": {"enum": [*MODALITIES, None]},
+        "longest_diameter_mm": _SIZE,
+        "short_axis_mm": {**_SIZE, "description": "Short axis, for lymph nodes (RECIST 1.1)."},
+        "viable_enhancing_mm": {
+            **_SIZE,
+            "description": "Longest diameter of viable, arterially enhancing tumour (mRECIST).",
+        },
+        "deauville": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "maximum": 5,
+            "description": "PET-CT Deauville five-point score (Lugano).",
+        },
+    },
+    "required": ["date"],
+    "additionalProperties": False,
+}
+_LESION_SCHEMA: dict[str, Any] = {
+    "title": "Lesion",
+    "type": "object",
+    "properties": {
+        "lesion_id": {"type": "string", "minLength": 1, "maxLength": 40},
+        "site": {"type": ["string", "null"]},
+        "kind": {"enum": [*LESION_KINDS, None]},
+        "target": {"type": ["boolean", "null"]},
+        "is_index": {"type": ["boolean", "null"]},
+        "laterality": {"enum": [*LATERALITIES, None]},
+        "description": {"type": ["string", "null"]},
+        "measurements": {"type": "array", "items": {"$ref": "#/$defs/measurement"}},
+    },
+    "required": ["lesion_id"],
+    "additionalProperties": False,
+}
+
+
 def build_schema() -> dict[str, Any]:
     """The complete JSON Schema document; deterministic so the committed copy can be compared."""
     section_meta = {s.key: s for s in SECTIONS}
@@ -110,6 +154,17 @@ def build_schema() -> dict[str, Any]:
                 "title": "Format",
                 "description": get_field(key).help,
                 "const": FORMAT_ID,
+            }
+        elif key == LESIONS_KEY:
+            properties[key] = {
+                "title": "Lesions over time",
+                "description": (
+                    "Optional (FORMAT.md §4): every lesion with its serial measurements; a "
+                    "file without it has one lesion, its index_lesion. A lesion first measured "
+                    "after the earliest measurement of the file is a new lesion at that date."
+                ),
+                "type": ["array", "null"],
+                "items": {"$ref": "#/$defs/lesion"},
             }
         elif key == "cancer_type":
             leaf = _leaf_schema(get_field(key))
@@ -139,6 +194,8 @@ def build_schema() -> dict[str, Any]:
         "properties": properties,
         "additionalProperties": False,
         "$defs": {
+            "lesion": _LESION_SCHEMA,
+            "measurement": _MEASUREMENT_SCHEMA,
             "prior_therapy": {
                 "title": "Prior therapy",
                 "description": (
@@ -148,7 +205,7 @@ def build_schema() -> dict[str, Any]:
                 "type": "object",
                 "properties": prior,
                 "additionalProperties": False,
-            }
+            },
         },
     }
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from clinical.calculators.response import LesionInputError, lesions_from_case
 from clinical.vocab import CancerType
 from consult.casefile.fields import (
     CASE_ID_PATTERN,
@@ -24,6 +25,7 @@ from consult.casefile.fields import (
     FIELDS_BY_PATH,
     FORMAT_ID,
     JSON_SECTIONS,
+    LESIONS_KEY,
     PRIOR_THERAPY_FIELDS,
     SECTIONS,
     TNM_CODES,
@@ -446,7 +448,8 @@ def _check(data: object, issues: _Issues, today: date) -> None:
     nonfinite = {parts for parts, _ in issues.errors}
     for error in _VALIDATOR.iter_errors(data):
         parts = tuple(error.absolute_path)
-        if parts in nonfinite:
+        if parts in nonfinite or parts[:1] == (LESIONS_KEY,):
+            # lesions[] is checked below with messages that name the lesion and the date
             continue
         for item in _schema_issues(error):
             issues.error(*item)
@@ -455,6 +458,7 @@ def _check(data: object, issues: _Issues, today: date) -> None:
     _check_tnm(data, issues)
     _check_dates(data, issues, today)
     _check_prior_lines(data, issues)
+    _check_lesions(data, issues, today)
     _check_cross_fields(data, issues)
     _check_warnings(data, issues, today)
 
@@ -913,6 +917,37 @@ def _check_dates(data: dict[str, Any], issues: _Issues, today: date) -> None:
 
 
 _PRIOR_DATES = ("start_date", "end_date")
+_PATH_PART = re.compile(r"\.([A-Za-z_][\w]*)|\[(\d+)\]")
+
+
+def _path_parts(path: str) -> JsonPath:
+    """("lesions", 0, "measurements", 1, "deauville") from "$.lesions[0].measurements[1]..."."""
+    return tuple(
+        name if name else int(index) for name, index in _PATH_PART.findall(path.lstrip("$"))
+    )
+
+
+def _check_lesions(data: dict[str, Any], issues: _Issues, today: date) -> None:
+    """lesions[] (FORMAT.md §4): readable, in millimetres, Deauville 1-5, no two readings of a
+    lesion on one date, none before the diagnosis or in the future. The first problem is
+    reported with the lesion and the date it concerns; nothing is saved until it is fixed."""
+    if data.get(LESIONS_KEY) is None:
+        return
+    try:
+        lesions = lesions_from_case(data)
+    except LesionInputError as error:
+        issues.error(_path_parts(error.path), error.message[:1].upper() + error.message[1:] + ".")
+        return
+    for i, lesion in enumerate(lesions):
+        for j, measurement in enumerate(lesion.measurements):
+            if measurement.date is not None and measurement.date > today + timedelta(days=1):
+                issues.error(
+                    (LESIONS_KEY, i, "measurements", j, "date"),
+                    f"Lesion {lesion.lesion_id} is measured on {measurement.date.isoformat()}, "
+                    f"in the future (today is {today.isoformat()}).",
+                )
+
+
 # Dates of the case's own fields (an endoscopy, a bleed, an immune-related adverse event).
 _TOP_LEVEL_DATES = tuple(f for f in FIELDS if f.type is FieldType.DATE and "[]" not in f.path)
 
@@ -1391,6 +1426,11 @@ def case_to_canonical(data: Mapping[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for key in TOP_LEVEL_KEYS:
+        if key == LESIONS_KEY:
+            # optional and additive: an older file's canonical form stays as it was
+            if data.get(key) is not None:
+                out[key] = copy.deepcopy(data[key])
+            continue
         if key not in JSON_SECTIONS:
             out[key] = copy.deepcopy(data.get(key))
             continue

@@ -14,6 +14,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from clinical.calculators.response import (
+    case_response,
+    lesions_from_case,
+    response_monitoring,
+    response_sentence,
+)
 from clinical.plan import (
     ConflictRecord,
     EvidenceItem,
@@ -25,7 +31,15 @@ from clinical.plan import (
     RejectedOption,
     SafetyBlock,
 )
-from clinical.vocab import SAFETY_KINDS, STAGING_KEYS, EventKind, Intent, Phase, StepKind
+from clinical.vocab import (
+    SAFETY_KINDS,
+    STAGING_KEYS,
+    EventKind,
+    Intent,
+    Phase,
+    ResponseAnchor,
+    StepKind,
+)
 from consult.engine import guideline
 from consult.engine.abstention import abstain, without_situation_steps
 from consult.engine.consensus import (
@@ -65,6 +79,12 @@ from consult.engine.protocols import (
     Usage,
 )
 from consult.engine.providers import Answer, GuidelineProvider, LLMProvider
+from consult.engine.restaging import (
+    CONTINUE_PREFIX,
+    continue_on_response,
+    continued_intent,
+    name_treated_lesions,
+)
 from consult.engine.safeguards import (
     gate_with_fallback,
     guideline_options,
@@ -668,10 +688,19 @@ class Deliberation:
             }.values()
         )
 
+        # Restaging: a line that works continues (the gate then checks it like any other item).
+        pathway = continue_on_response(
+            draft.components,
+            self.state.case,
+            adjuncts=guideline.adjuncts_applying(
+                self.state.evidence.get("treatment", []), self.labels
+            ),
+        )
+
         async def gate_run() -> StepResult:
             units = await self._gate_units(safety_units)
             outcome, fallback = gate_with_fallback(
-                draft.components,
+                pathway,
                 units,
                 options=self._guideline_options,
                 withdrawn=withdrawn,
@@ -765,7 +794,9 @@ class Deliberation:
     def _assemble(self, gate: Mapping[str, Any]) -> Plan:
         assert self.state.synthesis is not None  # noqa: S101
         draft = self.state.synthesis.draft
-        plan_components = [PlanComponent.model_validate(c) for c in gate["components"]]
+        plan_components = name_treated_lesions(
+            [PlanComponent.model_validate(c) for c in gate["components"]], self.state.case
+        )
         rejected = [*draft.rejected, *(RejectedOption.model_validate(r) for r in gate["rejected"])]
         memory = {e.unit_id: e for units in self.state.evidence.values() for e in units}
         for unit in gate.get("units") or ():
@@ -795,6 +826,19 @@ class Deliberation:
             MonitoringItem(phase=m.phase, what=m.what, interval=m.interval, anchor=m.anchor)
             for m in draft.monitoring
         ]
+        response = case_response(self.state.case)
+        if response is not None:
+            # monitoring names the lesions to follow and the criteria they are read by
+            follow = response_monitoring(response, lesions_from_case(self.state.case))
+            monitoring.insert(
+                0,
+                MonitoringItem(
+                    phase=Phase.ACUTE,
+                    what=follow["what"],
+                    interval=follow["interval"],
+                    anchor=ResponseAnchor(follow["anchor"]),
+                ),
+            )
         cited: list[str] = []
         for component in plan_components:
             cited += component.evidence
@@ -822,7 +866,15 @@ class Deliberation:
             if relevant_need(n, self.state.facts) and n not in first
         )
         # The gate may have changed the pathway: the intent and the answer follow the final plan.
-        intent = final_intent(plan_components, memory) or draft.intent
+        kept = any(
+            c.role == "primary" and c.description.startswith(CONTINUE_PREFIX)
+            for c in plan_components
+        )
+        intent = (
+            (continued_intent(self.state.case) if kept else None)
+            or final_intent(plan_components, memory)
+            or draft.intent
+        )
         summary = guideline.plan_summary(
             question=str(self.state.case.get("question") or ""),
             case=self.state.case,
@@ -834,9 +886,23 @@ class Deliberation:
             confirm=list(gate.get("confirm_first") or ()),
             done=modalities_done(self.state.facts),
         )
+        if response is not None:
+            summary = f"{summary} {response_sentence(response)}".strip()
+            disagreement = self.state.facts.get("derived.setting_disagreement")
+            if disagreement:
+                summary += f" The setting was {disagreement}: the computed response is used."
+            if self.state.facts.get("derived.setting_from_imaging") == (
+                "residual_after_neoadjuvant"
+            ):
+                summary += (
+                    " Disease remains after the neoadjuvant course on imaging; the surgical "
+                    "pathology (ypT/ypN) confirms residual invasive disease before adjuvant "
+                    "therapy is chosen on it."
+                )
         if outside is not None:
             intent, summary = Intent.ABSTAIN, outside.summary
         return Plan(
+            response=response.to_plan() if response is not None else None,
             case_id=str(self.state.case.get("case_id") or ""),
             engine=self.provider.name,
             staging=_own_staging(self.state.case, self.state.staging),

@@ -232,6 +232,19 @@ def component_from_unit(
     )
 
 
+def adjuncts_applying(
+    evidence: Sequence[Evidence], labels: Mapping[str, str]
+) -> list[ProposedComponent]:
+    """The adjuncts (antiviral prophylaxis, supportive care ...) whose context holds, for a
+    pathway built outside the options' competition (restaging: a line that continues)."""
+    out: list[ProposedComponent] = []
+    for unit in sorted(_applying(evidence), key=lambda u: (u.grade_ordinal, u.unit_id)):
+        step = unit.therapy
+        if step is not None and step.role == "adjunct":
+            out.append(component_from_unit(unit, step, labels))
+    return out
+
+
 def _objections(
     inp: RoleInput, descriptions: set[str]
 ) -> tuple[dict[str, str], dict[str, str], list[ObjectionAnswer]]:

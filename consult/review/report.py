@@ -30,6 +30,7 @@ from consult.review.selectors import (
     review_state_get,
     unit_titles,
 )
+from consult.timeline import case_timeline
 
 DISCLAIMER = (
     "mdtboard is decision support. This plan is a proposal for the multidisciplinary team; it "
@@ -200,6 +201,7 @@ def report_context(
         "models": consultation_models(consultation=consultation),
         "disclaimer": DISCLAIMER,
         "app_version": settings.VERSION,
+        "timeline": case_timeline(patient=consultation.dossier.patient, case=case),
     }
 
 

@@ -27,6 +27,7 @@ from consult.models import (
     LesionDossier,
     Patient,
 )
+from consult.services.lesions import lesions_record
 from mdtboard.accounts.models import Team, User
 from mdtboard.accounts.roles import is_admin
 from mdtboard.audit.hashing import payload_hash as content_hash
@@ -118,6 +119,7 @@ def dossier_create(
             )
     except IntegrityError as exc:  # a concurrent import of the same case id
         raise DossierError(CASE_ID_TAKEN.format(case_id=canonical["case_id"])) from exc
+    lesions_record(dossier=dossier)
     audit_record(
         action=f"dossier.{'import' if source != 'form' else 'create'}",
         actor=actor,
@@ -180,6 +182,7 @@ def dossier_update(
     dossier.status = DossierStatus.DRAFT
     dossier.save()
     _patient_for(team=dossier.patient.team, data=canonical, actor=actor)
+    lesions_record(dossier=dossier)
     # Field names, never values: the audit log holds no clinical data.
     audit_record(
         action="dossier.edit",

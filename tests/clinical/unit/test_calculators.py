@@ -1175,6 +1175,13 @@ COMMON_FACTS = {
     "intolerant_of",
     "allergy_classes",
     "allergies_unmapped",
+    # issue 29: the response computed from serial lesion measurements
+    "response",
+    "response_criteria",
+    "new_lesions",
+    "progression_on_imaging",
+    "response_oligoprogression",
+    "continues_current_line",
     "situations",
 }
 

@@ -80,6 +80,7 @@ ADDED_FIELDS = {
     "endoscopy_varices_treated",
     "recent_bleeding_site",
     "recent_bleeding_date",
+    "date",  # diagnosis.date (2026-11-27, issue 29: no lesion measured before it)
 }
 
 

@@ -74,6 +74,8 @@ ADDITIVE_FIELDS: frozenset[str] = frozenset(
         "organ_function.endoscopy_varices_treated",
         "organ_function.recent_bleeding_site",
         "organ_function.recent_bleeding_date",
+        # 2026-11-27 (issue 29): no lesion is measured before the diagnosis
+        "diagnosis.date",
     }
 )
 # Additive keys of one prior therapy: why the line ended (2026-11-24); what kind of treatment it

@@ -40,6 +40,7 @@ def lung_case_with_new_fields() -> dict[str, Any]:
         prior_irae_date="2025-03-10",
     )
     data["labs"]["hiv"] = "positive"
+    data["diagnosis"]["date"] = "2025-11-20"
     data["biomarkers"].update(
         dpd_status="partial_deficiency", dpd_test="genotype", ugt1a1_status=None
     )
@@ -108,6 +109,7 @@ def test_imported_new_fields_show_on_the_dossier_and_reach_the_snapshot(
     assert snapshot.data["patient"]["breastfeeding"] is False
     assert snapshot.data["patient"]["g8_score"] == 12
     assert snapshot.data["labs"]["hiv"] == "positive"
+    assert snapshot.data["diagnosis"]["date"] == "2025-11-20"
     assert snapshot.data["organ_function"]["immunosuppression"] == "high_dose_steroids"
     assert snapshot.data["organ_function"]["qtc_ms"] == 472
     # and the export gives back exactly what was imported
