@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from clinical import lexicon
+from clinical.vocab import Modality
 
 RECOMMENDS_RULED_OUT: Final = "recommends_ruled_out"
 INTENT_CONTRADICTS_STEPS: Final = "intent_contradicts_steps"
@@ -259,6 +260,10 @@ def _core(drugs: Iterable[str]) -> set[str]:
 
 
 def _item_given(item: Mapping[str, Any]) -> lexicon.Given:
+    """The drugs an item gives. A referral gives none: the gate's "Before starting ribociclib:
+    confirm ..." step names the drug it protects, it is not a second CDK4/6 backbone."""
+    if str(item.get("modality") or "") == Modality.REFERRAL:
+        return lexicon.given([], "")
     return lexicon.given(
         [str(a) for a in item.get("agents") or []],
         str(item.get("description") or ""),

@@ -27,7 +27,7 @@ from clinical.plan import (
 )
 from clinical.vocab import SAFETY_KINDS, STAGING_KEYS, EventKind, Intent, StepKind
 from consult.engine import guideline
-from consult.engine.abstention import abstain
+from consult.engine.abstention import abstain, without_situation_steps
 from consult.engine.consensus import (
     case_weights,
     critique_conflicts,
@@ -719,14 +719,17 @@ class Deliberation:
         )
         # Outside the knowledge base (issue 30): the plan abstains with content instead of
         # presenting the nearest standard pathway as the recommendation.
+        therapy_units = [*self.state.evidence.get("treatment", []), *self.state.considered]
         outside = abstain(
             case=self.state.case,
-            units=[*self.state.evidence.get("treatment", []), *self.state.considered],
+            units=therapy_units,
             components=plan_components,
             removed={r.option for r in rejected},
         )
         if outside is not None:
             plan_components = outside.components
+        else:
+            plan_components = without_situation_steps(plan_components, therapy_units)
         monitoring = [
             MonitoringItem(phase=m.phase, what=m.what, interval=m.interval, anchor=m.anchor)
             for m in draft.monitoring
@@ -948,7 +951,11 @@ def final_review(plan: Plan) -> dict[str, Any]:
         "evidence": bool(plan.evidence),
     }
     missing = [f"monitoring phase {p}" for p in PHASES if p not in phases]
-    if plan.abstain:
+    if plan.recommendation.abstention is not None:
+        missing.append(
+            "a treatment pathway (the case is outside the knowledge base: the board decides)"
+        )
+    elif plan.abstain:
         missing.append(
             "a treatment recommendation (the board abstains until the data above is available)"
         )

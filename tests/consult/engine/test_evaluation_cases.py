@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from consult.casefile.validate import parse_case_bytes
 from consult.engine.coherence import PATHWAY_CHECKS, plan_findings
-from consult.evaluation import concordance_failures, plan_offline
+from consult.evaluation import concordance_failures
+from tests.consult.engine.offline_plans import offline_plan
 from tests.paths import REPO
 
 CASES = sorted((REPO / "tests" / "cases").glob("*.json"))
@@ -25,7 +25,7 @@ def test_there_are_ten_cases_per_cancer() -> None:
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
-def test_guideline_plan_is_concordant(path: Path, bundle: Any) -> None:
+def test_guideline_plan_is_concordant(path: Path) -> None:
     # given a valid case file with expectations
     parsed = parse_case_bytes(path.read_bytes(), filename=path.name)
     assert parsed.ok, parsed.errors
@@ -33,7 +33,7 @@ def test_guideline_plan_is_concordant(path: Path, bundle: Any) -> None:
     expected = json.loads(path.read_text())["expected"]
     assert expected.get("primary_all") or expected.get("primary_none"), "no pathway expectation"
     # when the guideline engine deliberates
-    plan = plan_offline(parsed.data, bundle)
+    plan = offline_plan(path)
     # then the plan is concordant and is one pathway: a primary option, ranked alternatives
     assert concordance_failures(plan, expected) == []
     components = plan["recommendation"]["components"]
