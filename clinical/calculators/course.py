@@ -518,11 +518,23 @@ OPERATIONS_SOURCE: Final = (
 )
 
 
-def _done_in(text: str, pattern: re.Pattern[str]) -> bool:
+# In free text an operation counts as done only when its clause says so ("underwent a right
+# hepatectomy", "status post lobectomy"): "the anaesthetist rates hepatectomy high risk" is not.
+_DONE_CUE = re.compile(
+    r"\b(?:underwent|undergone|had|after|following|status\s+post|s/p|previous(?:ly)?|prior"
+    r"|resected|performed|done|operated)\b",
+    re.I,
+)
+
+
+def _done_in(text: str, pattern: re.Pattern[str], *, needs_cue: bool = False) -> bool:
     for match in pattern.finditer(text):
         if negated_at(text, match.start(), match.end()):
             continue
-        if _NOT_DONE.search(clause_at(text, match.start(), match.end())):
+        clause = clause_at(text, match.start(), match.end())
+        if _NOT_DONE.search(clause):
+            continue
+        if needs_cue and not _DONE_CUE.search(clause):
             continue
         return True
     return False
@@ -543,8 +555,9 @@ def operations_done(case: Mapping[str, Any]) -> CalcResult:
             inputs.used[path] = value
     done: dict[str, str] = {}
     for where, text in sources:
+        free_text = where in ("notes", "index_lesion.description")
         for tag, pattern in OPERATIONS.items():
-            if tag not in done and _done_in(text, pattern):
+            if tag not in done and _done_in(text, pattern, needs_cue=free_text):
                 done[tag] = where
     # A completion mastectomy replaces the breast-conserving operation.
     if "mastectomy" in done:
