@@ -159,6 +159,9 @@ class PlanComponent(_Model):
     # baseline or prophylaxis step done before the treatment it protects), "with" (concurrent
     # with the step before it), "then" (after it); "" when not stated.
     timing: Literal["", "before", "with", "then"] = ""
+    # The doses of the item worked out for this patient (issue 23): "bevacizumab 15 mg/kg x
+    # 72 kg = 1080 mg"; a dose that cannot be worked out says what is missing.
+    doses: Texts = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod

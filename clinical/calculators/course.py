@@ -518,11 +518,23 @@ OPERATIONS_SOURCE: Final = (
 )
 
 
-def _done_in(text: str, pattern: re.Pattern[str]) -> bool:
+# In free text an operation counts as done only when its clause says so ("underwent a right
+# hepatectomy", "status post lobectomy"): "the anaesthetist rates hepatectomy high risk" is not.
+_DONE_CUE = re.compile(
+    r"\b(?:underwent|undergone|had|after|following|status\s+post|s/p|previous(?:ly)?|prior"
+    r"|resected|performed|done|operated)\b",
+    re.I,
+)
+
+
+def _done_in(text: str, pattern: re.Pattern[str], *, needs_cue: bool = False) -> bool:
     for match in pattern.finditer(text):
         if negated_at(text, match.start(), match.end()):
             continue
-        if _NOT_DONE.search(clause_at(text, match.start(), match.end())):
+        clause = clause_at(text, match.start(), match.end())
+        if _NOT_DONE.search(clause):
+            continue
+        if needs_cue and not _DONE_CUE.search(clause):
             continue
         return True
     return False
@@ -543,8 +555,9 @@ def operations_done(case: Mapping[str, Any]) -> CalcResult:
             inputs.used[path] = value
     done: dict[str, str] = {}
     for where, text in sources:
+        free_text = where in ("notes", "index_lesion.description")
         for tag, pattern in OPERATIONS.items():
-            if tag not in done and _done_in(text, pattern):
+            if tag not in done and _done_in(text, pattern, needs_cue=free_text):
                 done[tag] = where
     # A completion mastectomy replaces the breast-conserving operation.
     if "mastectomy" in done:
@@ -779,3 +792,64 @@ def platinum_naive(case: Mapping[str, Any]) -> CalcResult:
         return inputs.result(name, False, PLATINUM_NAIVE_SOURCE, detail)
     detail = f"no platinum in {len(read)} prior treatment(s)"
     return inputs.result(name, True, PLATINUM_NAIVE_SOURCE, detail)
+
+
+GELF_SOURCE: Final = (
+    "GELF criteria (Brice P et al., J Clin Oncol 1997;15:1110-1117) as ESMO follicular lymphoma "
+    "2021 (Dreyling M et al., Ann Oncol 2021) uses them to end watchful waiting: a mass >= 7 cm, "
+    "three or more nodal sites >= 3 cm, B symptoms, symptomatic splenomegaly, organ compression, "
+    "pleural effusion or ascites, cytopenias (haemoglobin < 10 g/dL, platelets < 100, "
+    "neutrophils < 1.0 x 10^9/L), leukaemic phase, raised LDH. Read from the staging and lab "
+    "fields and, with negation, from the notes and the lesion description."
+)
+_GELF_WORDS = re.compile(
+    r"\bcompress\w*|\bhydronephros\w*|\b(?:ureteric|ureteral|biliary|bowel)\s+obstruct\w*"
+    r"|\bpleural\s+effusion|\beffusions?\b|\bascites\b|\bsymptomatic\s+splenomegaly"
+    r"|\bsplenomegaly\b|\bleuka?emic\b|\bcirculating\s+(?:lymphoma|malignant)\s+cells"
+    r"|\bthree\s+or\s+more\s+nodal\s+sites|\b(?:3|three|four|five|multiple)\s+nodal\s+"
+    r"(?:sites|regions)\s+(?:of\s+|each\s+)?(?:>|>=|≥|over|at\s+least)?\s*3\s*cm",
+    re.I,
+)
+
+
+def gelf_high_burden(case: Mapping[str, Any]) -> CalcResult:
+    """True when a GELF criterion is met (treatment, not watchful waiting); False when none is
+    and B symptoms, bulk and the blood counts are recorded; None otherwise (the counts or the
+    symptoms not recorded: watchful waiting cannot be confirmed)."""
+    name = "gelf_high_burden"
+    inputs = Inputs(case)
+    met: list[str] = []
+    if inputs.boolean("staging.b_symptoms") is True:
+        met.append("B symptoms")
+    if inputs.boolean("staging.bulky_disease") is True:
+        met.append("bulky disease")
+    size = inputs.number("index_lesion.size_mm", minimum=0, maximum=1000, record_missing=False)
+    if size is not None and size >= 70:
+        met.append(f"mass {size:g} mm (>= 70 mm)")
+    limits = (
+        ("labs.hemoglobin_g_dl", 10.0, "haemoglobin"),
+        ("labs.platelets_10e9_l", 100.0, "platelets"),
+        ("labs.anc_10e9_l", 1.0, "neutrophils"),
+    )
+    for path, limit, label in limits:
+        value = inputs.number(path, minimum=0, maximum=10000)
+        if value is not None and value < limit:
+            met.append(f"{label} {value:g} (< {limit:g})")
+    ldh = _number(lookup(case, "biomarkers.ldh_u_l"))
+    uln = _number(lookup(case, "biomarkers.ldh_uln_u_l"))
+    if ldh is not None and uln and ldh > uln:
+        met.append(f"LDH {ldh:g} above the upper limit {uln:g}")
+    for path in ("notes", "index_lesion.description"):
+        text = lookup(case, path)
+        if not isinstance(text, str):
+            continue
+        for match in _GELF_WORDS.finditer(text):
+            if negated_at(text, match.start(), match.end()):
+                continue
+            met.append(f"stated: '{match.group(0)}'")
+            break
+    if met:
+        return inputs.result(name, True, GELF_SOURCE, "; ".join(met))
+    if inputs.missing:
+        return inputs.result(name, None, GELF_SOURCE, "no GELF criterion recorded, data missing")
+    return inputs.result(name, False, GELF_SOURCE, "no GELF criterion met")

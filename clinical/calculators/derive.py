@@ -16,6 +16,7 @@ from clinical.calculators.breast_local import breast_surgery_done
 from clinical.calculators.course import (
     days_since_bleeding,
     early_relapse_with_course,
+    gelf_high_burden,
     months_since_anti_cd20,
     months_since_endocrine,
     months_since_immunotherapy,
@@ -225,6 +226,7 @@ CALCULATORS_BY_CANCER_TYPE: Final[dict[str, dict[str, Calculator]]] = {
         "lymphoma_entity": lymphoma_entity,
         "hodgkin_stage_group": hodgkin_stage_group,
         "h_pylori": h_pylori_status,
+        "gelf_high_burden": gelf_high_burden,
     },
 }
 

@@ -405,8 +405,12 @@ _CURATIVE_LOCAL: Final = frozenset({"surgery", "ablation", "transplant", "radiot
 # Cellular and high-dose therapies, and eradication therapy (gastric MALT lymphoma), cure
 # without chemotherapy; monoclonal antibodies or endocrine therapy alone do not.
 _CURATIVE_SYSTEMIC_CLASSES: Final = frozenset({"chemotherapy", "car_t", "antibiotic"})
+# An adjuvant step belongs to the curative treatment whose operation it follows (the operation
+# may be on record rather than in the plan: adjuvant alectinib after a lobectomy).
 _CURATIVE_SYSTEMIC_WORDS = re.compile(
-    r"car[- ]?t\b|stem[- ]cell|high-dose|eradication|chemoradi", re.IGNORECASE
+    r"car[- ]?t\b|stem[- ]cell|high-dose|eradication|chemoradi|\badjuvant\b"
+    r"|\bafter\s+(?:complete\s+|curative\s+)?(?:resection|surgery|operation)\b|post-?operative",
+    re.IGNORECASE,
 )
 # A local treatment a palliative plan may give: for symptoms, a complication or a metastasis.
 _PALLIATIVE_LOCAL = re.compile(

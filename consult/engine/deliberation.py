@@ -1017,7 +1017,19 @@ def final_intent(
             if step is not None and step.intent.plan_intent is not None:
                 return step.intent.plan_intent
         return None
-    return None
+    # No option leads: the operation is on record and the pathway is what follows it (issue
+    # 23: adjuvant alectinib after a lobectomy is curative); the adjuncts' own intent.
+    intents = set()
+    for component in components:
+        if component.role != "primary" or component.modality == "antiviral":
+            continue
+        for unit_id in component.evidence:
+            step = known[unit_id].therapy if unit_id in known else None
+            if step is not None and step.intent.plan_intent is not None:
+                intents.add(step.intent.plan_intent)
+    if Intent.CURATIVE in intents:
+        return Intent.CURATIVE
+    return Intent.PALLIATIVE if Intent.PALLIATIVE in intents else None
 
 
 # Prognostic indices that belong to one lymphoma entity (IPI and CNS-IPI: aggressive B-cell

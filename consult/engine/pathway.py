@@ -99,6 +99,11 @@ def modalities_done(facts: Mapping[str, object]) -> dict[str, str]:
     primary = facts.get(_PRIMARY_OPERATION_FACT)
     if isinstance(primary, str) and primary != "none_recorded":
         done.setdefault("surgery", f"{primary.replace('_', ' ')} on record")
+        if primary == "liver_resection":
+            # The tumour was removed: no ablation or chemoembolisation of it either.
+            done.setdefault("ablation", "liver resection of the tumour on record")
+            done.setdefault("locoregional", "liver resection of the tumour on record")
+            done.setdefault("radiotherapy", "liver resection of the tumour on record")
     operations = facts.get(_OPERATIONS_FACT)
     if isinstance(operations, list) and "liver_transplant" in operations:
         done.setdefault("transplant", "liver transplant on record")

@@ -36,6 +36,7 @@ from consult.engine.coherence import (
     two_backbones,
     wrong_sex_wording,
 )
+from consult.engine.weight_doses import resolved_doses
 
 # How consult/engine/options.py words a main option that never applied to the patient.
 NOT_INDICATED: Final = "not indicated now"
@@ -197,6 +198,11 @@ def pathway_pass(plan: Plan, facts: Mapping[str, Any]) -> Plan:
         c.rank = index
         c.order = None
         c.timing = ""
+    # Doses by weight band, per kilogram or per square metre, worked out for this patient.
+    for c in [*primary, *alternatives]:
+        adjustments, doses = resolved_doses(c.description, facts)
+        c.dose_adjustments = [*c.dose_adjustments, *adjustments]
+        c.doses = doses
     repaired = plan.model_copy(deep=True)
     repaired.recommendation.components = [*primary, *alternatives]
 

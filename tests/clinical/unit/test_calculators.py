@@ -1183,6 +1183,19 @@ COMMON_FACTS = {
     "response_oligoprogression",
     "continues_current_line",
     "situations",
+    # the course of the disease in time (issue 23)
+    "months_since_last_treatment",
+    "months_since_platinum",
+    "months_since_immunotherapy",
+    "months_since_anti_cd20",
+    "months_since_endocrine",
+    "relapse_timing",
+    "operations_done",
+    "primary_operation_done",
+    "oligoprogression",
+    "rechallenge_barred",
+    "days_since_bleeding",
+    "platinum_naive",
 }
 
 

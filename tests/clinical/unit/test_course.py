@@ -288,3 +288,20 @@ def test_a_case_file_with_line_0_imports_and_starts_no_line() -> None:
     assert parsed.ok, parsed.errors
     assert parsed.data is not None
     assert derive_all(parsed.data)["line"].value == 2
+
+
+def test_gelf_criteria_end_watchful_waiting_including_those_written_in_words() -> None:
+    counts = {"hemoglobin_g_dl": 13.0, "platelets_10e9_l": 200, "anc_10e9_l": 3.0}
+    quiet = {"b_symptoms": False, "bulky_disease": False}
+    low = {"cancer_type": "lymphoma", "staging": quiet, "labs": counts}
+    assert derive_all(low)["gelf_high_burden"].value is False
+    compressed = {**low, "index_lesion": {"description": "nodes compressing the left ureter"}}
+    result = derive_all(compressed)["gelf_high_burden"]
+    assert result.value is True
+    assert "compress" in result.detail
+    cytopenic = {**low, "labs": {**counts, "platelets_10e9_l": 80}}
+    assert derive_all(cytopenic)["gelf_high_burden"].value is True
+    unknown = {"cancer_type": "lymphoma", "staging": quiet, "labs": {}}
+    assert derive_all(unknown)["gelf_high_burden"].value is None
+    negated = {**low, "notes": "No compression, no effusion."}
+    assert derive_all(negated)["gelf_high_burden"].value is False

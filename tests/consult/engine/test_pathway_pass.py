@@ -138,3 +138,26 @@ def test_curative_intent_for_primary_endocrine_therapy_becomes_palliative() -> N
     assert repaired.recommendation.intent == "palliative"
     assert "Recommended pathway (palliative)" in repaired.recommendation.summary
     assert repaired.coherence[0].repaired
+
+
+def test_weight_based_doses_are_resolved_to_the_number() -> None:
+    # given lenvatinib written with its weight band, and bevacizumab per kilogram
+    plan = make_plan(
+        step("systemic", "Lenvatinib 12 mg daily (8 mg if under 60 kg), orally"),
+        step(
+            "systemic",
+            "Atezolizumab 1200 mg plus bevacizumab 15 mg/kg every 3 weeks",
+            role="alternative",
+            when="if lenvatinib is not tolerated",
+        ),
+    )
+    # when the patient weighs 54 kg
+    repaired = pathway_pass(plan, {"patient.weight_kg": 54})
+    lead, alternative = repaired.recommendation.components
+    # then the pathway gives the 8 mg dose as an adjustment, and bevacizumab in mg
+    assert lead.dose_adjustments == ["lenvatinib 8 mg (not 12 mg): body weight 54 kg < 60 kg"]
+    assert alternative.doses == ["bevacizumab 15 mg/kg x 54 kg = 810 mg"]
+    # and with no weight recorded, no number is guessed
+    unweighed = pathway_pass(plan, {})
+    assert unweighed.recommendation.components[0].dose_adjustments == []
+    assert "weight not recorded" in unweighed.recommendation.components[0].doses[0]
