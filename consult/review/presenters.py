@@ -62,6 +62,7 @@ EFFECT_WORDS = {
     "precondition": "Given with the action the rule requires.",
     "dose": "Given at the adjusted dose.",
     "warning": "Given, with a warning.",
+    "partner": "Given with its required partner drug.",
     "clear": "Checked: does not apply to this patient.",
     "needs_data": "Cannot be checked until the data below is recorded.",
 }
