@@ -626,8 +626,8 @@ def _confirm_step(drugs: str, order: int) -> PlanComponent:
         role=ComponentRole.PRIMARY,
         order=order,
         modality=Modality.REFERRAL,
-        description=f"Before starting {drugs}: confirm the safety preconditions the record "
-        "lacks (see Conditional, above)",
+        description=f"Before starting {drugs}: confirm the safety data the record lacks "
+        f'(see "Confirm before starting {drugs}")',
         adjunct=True,
         rationale=[
             "A critical safety rule about this drug could not be checked from the record: it is "
