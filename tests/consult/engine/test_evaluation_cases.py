@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from consult.casefile.validate import parse_case_bytes
+from consult.engine.coherence import PATHWAY_CHECKS, plan_findings
 from consult.evaluation import concordance_failures
 from tests.consult.engine.offline_plans import offline_plan
 from tests.paths import REPO
@@ -40,3 +41,10 @@ def test_guideline_plan_is_concordant(path: Path) -> None:
     ranks = [c["rank"] for c in components if c["role"] == "alternative"]
     assert ranks == list(range(1, len(ranks) + 1))
     assert all(c["when"] for c in components if c["role"] == "alternative")
+    # and the pathway holds together (issue 23): no option it rules out, an intent its steps
+    # bear out, one backbone of a class, baseline steps first, every later step timed; what
+    # the engine's pathway pass could not repair is none
+    assert [f.sentence for f in plan_findings(plan, PATHWAY_CHECKS)] == []
+    assert [n["sentence"] for n in plan["coherence"] if not n["repaired"]] == []
+    primary = sorted((c for c in components if c["role"] == "primary"), key=lambda c: c["order"])
+    assert all(c["timing"] in ("before", "with", "then") for c in primary[1:])
