@@ -219,6 +219,10 @@ class SafetyAction(_Strict):
     they show is judged by the rules about those facts), and not met — the gate ``unknown``,
     asking for them — until then. A firing condition without it is met only when its action is
     recorded, which a dossier does not say: it stays ``unknown`` with the action to confirm.
+    ``partners`` (effect ``partner``, "requires partner"): the drug is given only together with
+    one of these (ovarian function suppression with an aromatase inhibitor before the
+    menopause, a GnRH agonist with one in a man); when the rule fires for an item that gives
+    none of them, the gate adds the first drug of the list to it, with the advice.
     """
 
     type: Literal["safety"] = "safety"
@@ -244,6 +248,9 @@ class SafetyAction(_Strict):
         default=(), exclude_if=lambda v: not v
     )
     verified_by: tuple[Annotated[str, Field(pattern=FACT_PATTERN, max_length=80)], ...] = Field(
+        default=(), exclude_if=lambda v: not v
+    )
+    partners: tuple[Annotated[str, Field(min_length=2, max_length=80)], ...] = Field(
         default=(), exclude_if=lambda v: not v
     )
 
@@ -272,6 +279,10 @@ class SafetyAction(_Strict):
             raise ValueError("check is for flag rules")
         if self.verified_by and not self.conditions():
             raise ValueError("verified_by is for condition rules (a precondition)")
+        if (self.effect is SafetyEffect.PARTNER) != bool(self.partners):
+            raise ValueError("a partner rule names its partners, and only a partner rule does")
+        if self.partners and not self.agents:
+            raise ValueError("a partner rule names the agents that need the partner")
         return self
 
     # --- the safety policy: one definition, read by the gate, the consensus, Safety's votes

@@ -265,6 +265,7 @@ class GateEffect(StrEnum):
     PRECONDITION = "precondition"  # given with the action the rule requires (premedication, a test)
     DOSE = "dose"  # given at the adjusted dose
     WARNING = "warning"  # given; the rule asks for attention
+    PARTNER = "partner"  # given with the partner drug the rule requires (added when missing)
     NEEDS_DATA = "needs_data"  # cannot be checked: the inputs are missing
     CHECKED = "checked"  # a patient-level check (allergies, liver function) passed, with its values
 
@@ -276,6 +277,8 @@ class SafetyEffect(StrEnum):
     CONDITION = "condition"
     ADJUST = "adjust"
     FLAG = "flag"
+    # the drug is given only with a partner drug; the gate adds it when the item lacks it
+    PARTNER = "partner"
 
 
 class ConflictKind(StrEnum):

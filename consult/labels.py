@@ -107,6 +107,7 @@ GATE_EFFECT_WORDS: Mapping[str, str] = MappingProxyType(
         GateEffect.PRECONDITION: "Given with the action the rule requires.",
         GateEffect.DOSE: "Given at the adjusted dose.",
         GateEffect.WARNING: "Given, with a warning.",
+        GateEffect.PARTNER: "Given with its required partner drug.",
         GateEffect.CLEAR: "Checked: does not apply to this patient.",
         GateEffect.NEEDS_DATA: "Cannot be checked until the data below is recorded.",
         GateEffect.CHECKED: "Checked for this patient, whatever the plan.",

@@ -43,6 +43,7 @@ _STRONGER_THAN: dict[str, frozenset[str]] = {
     "condition_demotes": frozenset({"condition", "flag"}),
     "condition": frozenset({"flag"}),
     "adjust": frozenset({"flag"}),
+    "partner": frozenset({"flag"}),
     "flag": frozenset(),
 }
 _EFFECT_WORDS = {
@@ -51,6 +52,7 @@ _EFFECT_WORDS = {
     "condition_demotes": "holds the option back until its condition is met",
     "condition": "keeps the option on a condition",
     "adjust": "keeps the drug at an adjusted dose",
+    "partner": "gives the drug only with a partner drug",
     "flag": "only flags it",
 }
 
@@ -190,6 +192,14 @@ def _compare_action(
         more_is_stronger=True,
     )
     _compare_verified_by(old, new, weakens, strengthens)
+    _compare_set(
+        "partner drugs, any one of which will do (partners)",
+        old.partners,
+        new.partners,
+        weakens,
+        strengthens,
+        more_is_stronger=False,
+    )
     _compare_words("advice", old.advice, new.advice, weakens, strengthens)
 
 

@@ -17,8 +17,9 @@ drugs) it targets, and its *kind*:
   precondition), ``precondition`` (they go ahead with the action the rule requires, which
   is not recorded as done: the test result it asks for — ``verified_by`` — is missing, or it
   has none) or ``met`` (the result it asks for is recorded),
-  ``dose`` (at an adjusted dose), ``warn`` (with a warning), or ``recorded`` (the board had
-  already withdrawn them, the rule is reported as the reason).
+  ``dose`` (at an adjusted dose), ``partner`` (with the partner drug the rule requires,
+  added when missing), ``warn`` (with a warning), or ``recorded`` (the board had already
+  withdrawn them, the rule is reported as the reason).
 
 Pure: no finding changes the items; the same rule, items and facts give the same finding.
 """
@@ -72,6 +73,7 @@ class Kind(StrEnum):
     PRECONDITION = "precondition"
     MET = "met"
     DOSE = "dose"
+    PARTNER = "partner"
     WARN = "warn"
     RECORDED = "recorded"
 
@@ -198,6 +200,8 @@ def _fires(
         return Kind.RECORDED
     if hits and effect is SafetyEffect.ADJUST:
         return Kind.DOSE
+    if hits and effect is SafetyEffect.PARTNER:
+        return Kind.PARTNER
     return Kind.WARN
 
 

@@ -56,7 +56,7 @@ from consult.engine.findings import (
     readable,
 )
 from consult.engine.hygiene import Excluded, clean_text, without_partners
-from consult.engine.matching import addressed, norm_name, substitution, targets
+from consult.engine.matching import addressed, agents_overlap, norm_name, substitution, targets
 from consult.engine.pathway import ADJUNCT_MODALITIES, arrange, modalities_done, once
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import ProposedComponent
@@ -439,6 +439,48 @@ def _dose(finding: Finding, state: _Application) -> None:
     state.report(finding, GateStatus.PASS, GateEffect.DOSE, action=rule.advice)
 
 
+def _partner(finding: Finding, state: _Application) -> None:
+    """The drug goes only with a partner (ovarian function suppression with an aromatase
+    inhibitor before the menopause): an item that gives none of the partners gets the first
+    drug of them, with the advice; whatever field named the drug (agents or description)."""
+    unit, rule = finding.unit, finding.rule
+    added: list[str] = []
+    for index in finding.hits:
+        item = state.items[index]
+        if agents_overlap(rule.partners, item):
+            continue
+        partner = _partner_drug(rule.partners)
+        item.agents.append(partner)
+        state.condition(item.description, f"With {partner}: {rule.advice} ({unit.unit_id})")
+        added.append(partner)
+    if added:
+        state.conflict(
+            0.3,
+            rule.risk,
+            0.3,
+            f"Added {', '.join(sorted(set(added)))} to {finding.what}: {rule.advice} "
+            f"({unit.unit_id}).",
+        )
+    given = "added by the safety gate" if added else "already in the plan"
+    state.report(
+        finding,
+        GateStatus.PASS,
+        GateEffect.PARTNER,
+        action=rule.advice,
+        detail=f"{unit.title}: {finding.what} with {' or '.join(rule.partners[:3])} ({given}). "
+        f"{rule.advice}",
+    )
+
+
+def _partner_drug(partners: Sequence[str]) -> str:
+    """The partner the gate adds: the first that names a drug (not a class or a phrase)."""
+    for name in partners:
+        found = lexicon.resolve(name)
+        if found is not None and found[0]:
+            return name
+    return partners[0]
+
+
 def _warn(finding: Finding, state: _Application) -> None:
     """A flag asks for an action (e.g. antiviral prophylaxis); nothing is withheld."""
     state.report(finding, GateStatus.PASS, GateEffect.WARNING, action=finding.rule.advice)
@@ -459,6 +501,7 @@ HANDLERS: dict[Kind, Callable[[Finding, _Application], None]] = {
     Kind.MET: _met,
     Kind.RECORDED: _recorded,
     Kind.DOSE: _dose,
+    Kind.PARTNER: _partner,
     Kind.WARN: _warn,
 }
 
@@ -583,8 +626,8 @@ def _confirm_step(drugs: str, order: int) -> PlanComponent:
         role=ComponentRole.PRIMARY,
         order=order,
         modality=Modality.REFERRAL,
-        description=f"Before starting {drugs}: confirm the safety preconditions the record "
-        "lacks (see Conditional, above)",
+        description=f"Before starting {drugs}: confirm the safety data the record lacks "
+        f'(see "Confirm before starting {drugs}")',
         adjunct=True,
         rationale=[
             "A critical safety rule about this drug could not be checked from the record: it is "

@@ -408,3 +408,37 @@ def test_a_clear_check_about_an_item_the_plan_no_longer_holds_is_not_shown() -> 
     outcome = safety_gate([PEMETREXED, _option("Docetaxel", "docetaxel")], [removal, clear])
     assert "x.clear" not in _statuses(outcome)
     assert _statuses(outcome)["x.remove"][0] == "fail"
+
+
+def _ovarian_suppression_rule(applies: bool | None = True) -> Evidence:
+    return safety_rule(
+        "x.ai-premenopausal",
+        applies,
+        agents=["letrozole", "anastrozole", "exemestane"],
+        severity="major",
+        effect="partner",
+        partners=["goserelin", "triptorelin", "ovarian function suppression"],
+        advice="Before the menopause an aromatase inhibitor goes only with ovarian suppression",
+    )
+
+
+def test_a_required_partner_drug_is_added_to_the_item_that_lacks_it() -> None:
+    # given an aromatase inhibitor named only in the description, for a premenopausal woman
+    letrozole = _option("Letrozole 2.5 mg daily for 5 years")
+    outcome = safety_gate([letrozole], [_ovarian_suppression_rule()])
+    # then the item is given with goserelin, and the plan says why
+    [item] = outcome.components
+    assert item.agents == ["goserelin"]
+    assert any(c.startswith("With goserelin: Before the menopause") for c in item.conditions)
+    assert _statuses(outcome) == {"x.ai-premenopausal": ("pass", "partner")}
+    assert "added by the safety gate" in outcome.gates[0].detail
+
+
+def test_a_partner_already_given_is_not_added_twice() -> None:
+    combined = _option("Ovarian function suppression plus exemestane", "exemestane")
+    [item] = safety_gate([combined], [_ovarian_suppression_rule()]).components
+    assert item.agents == ["exemestane"]
+    # a rule that does not fire (postmenopausal) adds nothing
+    alone = _option("Letrozole", "letrozole")
+    [item] = safety_gate([alone], [_ovarian_suppression_rule(applies=False)]).components
+    assert item.agents == ["letrozole"]
