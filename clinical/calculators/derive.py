@@ -73,6 +73,7 @@ from clinical.calculators.renal import (
     crcl_cockcroft_gault,
     egfr_ckd_epi_2021,
 )
+from clinical.calculators.safety_history import bleeding_within_6_months, prior_irae_severity
 from clinical.calculators.tnm import breast_tnm_stage, lung_tnm_stage
 from clinical.calculators.transplant import (
     tumour_burden_score,
@@ -136,6 +137,8 @@ PATIENT: Final[dict[str, Calculator]] = {
     "intolerant_of": intolerant_of,
     "allergy_classes": allergy_classes,
     "allergies_unmapped": allergies_unmapped,
+    "prior_irae_severity": prior_irae_severity,
+    "bleeding_within_6_months": bleeding_within_6_months,
 }
 
 _COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}
