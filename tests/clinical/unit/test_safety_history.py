@@ -73,7 +73,7 @@ def test_grade_3_colitis_written_in_the_notes_reaches_the_fact() -> None:
         diagnosis={
             "prior_therapies": [{"line": 1, "regimen": "ipilimumab", "end_date": "2024-05-01"}]
         },
-        notes="Stopped ipilimumab in 2024 for grade 3 immune-related colitis, treated with steroids.",
+        notes="Stopped ipilimumab in 2024 for grade 3 immune-related colitis, given steroids.",
     )
     assert case_facts(case)["derived.prior_irae_severity"] == "severe"
 
