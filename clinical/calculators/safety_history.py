@@ -128,6 +128,8 @@ def bleeding_within_6_months(case: Mapping[str, Any]) -> CalcResult:
     """Whether a significant bleed (haemoptysis, gastrointestinal, variceal, intracranial,
     tumour) happened within six months of the case's reference date: true, false ("none"
     recorded, or the last bleed is older), None when the dossier does not say."""
+    organ = lookup(case, "organ_function")
+    organ = dict(organ) if isinstance(organ, Mapping) else {}
     site = lookup(case, "organ_function.recent_bleeding_site")
     when = lookup(case, "organ_function.recent_bleeding_date")
     used: dict[str, object] = {
@@ -154,6 +156,9 @@ def bleeding_within_6_months(case: Mapping[str, Any]) -> CalcResult:
         return CalcResult(
             name, True, used, [], BLEEDING_SOURCE, f"{site} bleeding, date unreadable"
         )
-    recent = reference_date(case) - day <= _BLEEDING_WINDOW
+    # Counted back from the newest other date of the file (the bleed's own date would make
+    # every bleed "today"), else from today.
+    others = {**case, "organ_function": {**organ, "recent_bleeding_date": None}}
+    recent = reference_date(others) - day <= _BLEEDING_WINDOW
     detail = f"{site} bleeding on {when}" + ("" if recent else ", more than 6 months ago")
     return CalcResult(name, recent, used, [], BLEEDING_SOURCE, detail)

@@ -15,6 +15,22 @@ from consult.evaluation import concordance_failures, plan_offline
 from tests.paths import REPO
 
 CASES = sorted((REPO / "tests" / "cases").glob("*.json"))
+# Cases written as a tumour board would decide that the engine does not yet meet, each with what
+# it waits for. Strict: the day the engine gets them right the test fails, so that the entry is
+# removed and the case guards the fix.
+PENDING = {
+    "safety-18": "line of therapy: a relapse 16 months after chemoradiation and consolidation "
+    "durvalumab is a first metastatic line (FORMAT.md section 4: consolidation is no palliative "
+    "line), so a platinum doublet, not docetaxel (course of disease, issue 23)",
+    "safety-20": "line of therapy: a relapse 20 months after adjuvant atezolizumab is a first "
+    "metastatic line, so a platinum doublet, not docetaxel (course of disease, issue 23)",
+}
+
+
+def _case_param(path: Path) -> Any:
+    reason = PENDING.get(path.stem)
+    marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+    return pytest.param(path, id=path.stem, marks=marks)
 
 
 def test_there_are_ten_cases_per_cancer() -> None:
@@ -23,7 +39,7 @@ def test_there_are_ten_cases_per_cancer() -> None:
         assert cancers.count(cancer) >= 10, cancer
 
 
-@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [_case_param(p) for p in CASES])
 def test_guideline_plan_is_concordant(path: Path, bundle: Any) -> None:
     # given a valid case file with expectations
     parsed = parse_case_bytes(path.read_bytes(), filename=path.name)
