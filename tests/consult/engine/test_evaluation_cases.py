@@ -24,6 +24,9 @@ PENDING = {
     "line), so a platinum doublet, not docetaxel (course of disease, issue 23)",
     "safety-20": "line of therapy: a relapse 20 months after adjuvant atezolizumab is a first "
     "metastatic line, so a platinum doublet, not docetaxel (course of disease, issue 23)",
+    "safety-44": "text reader: ondansetron in 'QTc 520 ms in 2024 while hypokalaemic on "
+    "ondansetron; both corrected' is read as a current QT-prolonging drug (the ConText scope of "
+    "'in 2024' ends at 'while'), so ribociclib is withheld",
 }
 
 
