@@ -74,6 +74,7 @@ from clinical.calculators.renal import (
     egfr_ckd_epi_2021,
 )
 from clinical.calculators.safety_history import bleeding_within_6_months, prior_irae_severity
+from clinical.calculators.situations import situations
 from clinical.calculators.tnm import breast_tnm_stage, lung_tnm_stage
 from clinical.calculators.transplant import (
     tumour_burden_score,
@@ -139,6 +140,9 @@ PATIENT: Final[dict[str, Calculator]] = {
     "allergies_unmapped": allergies_unmapped,
     "prior_irae_severity": prior_irae_severity,
     "bleeding_within_6_months": bleeding_within_6_months,
+    # The case's situation (variant histology, site, emergency, newer biopsy): the units
+    # written for one name its id; the abstention reads it against the coverage map.
+    "situations": situations,
 }
 
 _COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}
