@@ -43,14 +43,33 @@ def _guideline_end_to_end(user: Any, team: Any) -> None:
     from consult.services.consultations import consultation_run, consultation_start
 
     samples = []
+    consultations = []
     for index, path in enumerate(sorted(PUBLIC_CASES.glob("*.json"))):
         dossier = _submitted(user, team, path.name, f"g{index}")
         started = time.perf_counter()
         consultation = consultation_start(actor=user, dossier=dossier, enqueue=False)
         consultation_run(consultation_id=consultation.pk)
         samples.append(time.perf_counter() - started)
+        consultations.append(consultation.pk)
     emit("guideline_consultation_p50", p50(samples), "s", "< 3 s")
     emit("guideline_consultation_p95", p95(samples), "s")
+    # Issue 23: every guideline plan re-runs its choice with each borderline or missing fact
+    # varied (decisive facts); the consultations above include those variations.
+    from consult.models import Plan
+
+    plans = [p.payload for p in Plan.objects.filter(consultation_id__in=consultations)]
+    tried = [p.get("variations_tried") for p in plans]
+    emit("plan_with_variations_p95", p95(samples), "s (public cases)", "< 3 s")
+    emit(
+        "variations_tried_per_plan",
+        p50([float(t) for t in tried if isinstance(t, int)] or [0.0]),
+        f"median ({sum(isinstance(t, int) for t in tried)} of {len(plans)} plans with variations)",
+    )
+    emit(
+        "decisive_facts_per_plan",
+        sum(len(p.get("decisive_facts") or []) for p in plans) / (len(plans) or 1),
+        "mean",
+    )
 
 
 def _llm_consultation(user: Any, team: Any, suffix: str) -> tuple[Any, float]:

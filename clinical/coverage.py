@@ -1,10 +1,12 @@
 """The coverage map: what the knowledge base models, per cancer, read from its therapy options.
 
-A situation is *covered* when a therapy option (``role: option``, not supportive) is written
-for it: its context names the situation in ``derived.situations``, the lymphoma entity in
-``derived.lymphoma_entity``, or the variant's words in ``diagnosis.histology`` /
-``diagnosis.subtype``. A cancer's common histology (the one its guidelines are about) is
-covered by every option written without a histology condition. The immediate steps of
+A situation is *covered* when a therapy step that treats the disease (an option, or an
+adjunct that is not supportive care) is written for it: its context names the situation in
+``derived.situations``, the lymphoma entity in ``derived.lymphoma_entity``, the variant's words
+in ``diagnosis.histology`` / ``diagnosis.subtype``, or requires the site's disease (brain
+metastases: ``staging.brain_metastases_count`` at least 1). A cancer's common histology (the
+one its guidelines are about) is covered by every option written without a histology
+condition. The immediate steps of
 clinical/text/situations' emergencies are adjuncts of supportive intent: they never cover a
 situation, they are what the plan offers when it abstains.
 
@@ -61,6 +63,11 @@ _SITE_FACTS: Final = {
     "staging.macrovascular_invasion": "macrovascular invasion",
     "staging.extrahepatic_spread": "extrahepatic spread",
 }
+# A site condition that requires the site's disease covers that site's situation.
+_SITE_SITUATIONS: Final = {
+    "staging.brain_metastases_count": "brain_metastases",
+    "derived.brain_metastases_symptomatic": "brain_metastases",
+}
 _BIOMARKER_PREFIXES: Final = ("biomarkers.", "derived.breast_subtype", "derived.lung_")
 
 
@@ -91,6 +98,17 @@ class UnitRef:
             self.kind == "therapy_step"
             and action.get("type") == "therapy"
             and action.get("role", "option") == "option"
+            and action.get("intent") != "supportive"
+        )
+
+    @property
+    def is_pathway_step(self) -> bool:
+        """A step that treats the disease: an option, or an adjunct that is not supportive
+        care (local therapy of brain metastases that goes with the systemic pathway)."""
+        action = self.action
+        return (
+            self.kind == "therapy_step"
+            and action.get("type") == "therapy"
             and action.get("intent") != "supportive"
         )
 
@@ -173,6 +191,19 @@ def _situation_of(concept_id: str) -> str:
     return concept_id
 
 
+def _requires_presence(condition: Mapping[str, Any]) -> bool:
+    """Whether a condition holds only when the disease is there (a count of at least one, a
+    fact that is true), not when it is absent ("no brain metastases")."""
+    op, value = condition.get("op"), condition.get("value")
+    if op in ("is_true", "present"):
+        return True
+    if op == "ge":
+        return isinstance(value, int | float) and value >= 1
+    if op == "gt":
+        return isinstance(value, int | float) and value >= 0
+    return False
+
+
 def _line_label(condition: Mapping[str, Any]) -> str:
     op, value = condition.get("op"), condition.get("value")
     if op == "eq":
@@ -201,9 +232,9 @@ def coverage_map(units: Iterable[UnitRef]) -> dict[str, CancerCoverage]:
                         for value in _values(condition):
                             coverage.outside.setdefault(str(value), []).append(unit.key)
                 continue
-            if not unit.is_option:
+            if not unit.is_pathway_step:
                 continue
-            coverage.options += 1
+            coverage.options += unit.is_option
             _add_option(coverage, unit)
     return maps
 
@@ -242,6 +273,9 @@ def _add_option(coverage: CancerCoverage, unit: UnitRef) -> None:
             coverage.stages.setdefault(_describe(condition), []).append(key)
         elif fact in _SITE_FACTS:
             coverage.sites.setdefault(_SITE_FACTS[fact], []).append(key)
+            situation = _SITE_SITUATIONS.get(fact)
+            if situation and _requires_presence(condition):
+                coverage.situations.setdefault(situation, []).append(key)
         elif fact.startswith(_BIOMARKER_PREFIXES):
             coverage.biomarker_groups.setdefault(_describe(condition), []).append(key)
     if not histology_condition and cancer in COMMON_HISTOLOGY:

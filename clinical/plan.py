@@ -153,6 +153,10 @@ class PlanComponent(_Model):
     # A pathway option that failed a gate and leads only because nothing safer is on offer:
     # the precondition it waits for ("the large varices have been treated").
     waits_for: str = ""
+    # When a pathway step is given relative to the steps before it (issue 23): "before" (a
+    # baseline or prophylaxis step done before the treatment it protects), "with" (concurrent
+    # with the step before it), "then" (after it); "" when not stated.
+    timing: Literal["", "before", "with", "then"] = ""
 
     @model_validator(mode="before")
     @classmethod
@@ -300,6 +304,32 @@ class InformedBy(_Model):
     similarity: float = 0.0
 
 
+class DecisiveFact(_Model):
+    """A fact whose change would change the primary pathway (FORMAT.md §4): the engine re-ran
+    its choice with the fact varied (``varied_to``) and the pathway would start with
+    ``primary_would_be``; ``advice`` says what the board should confirm; ``text`` is the
+    sentence shown first on the plan ("At ECOG 0 this would be BCLC A and ... would be
+    recommended; confirm ...")."""
+
+    fact: str
+    recorded: Any = None
+    varied_to: Any = None
+    primary_would_be: str = ""
+    advice: str = ""
+    text: str = ""
+    staging_would_be: dict[str, Any] = Field(default_factory=dict)
+
+
+class CoherenceNote(_Model):
+    """One property of the pathway as a whole the engine checked after the gate: what it found,
+    and whether it repaired it (moved a baseline step first, moved a second backbone to the
+    alternatives) or only reports it."""
+
+    property: str
+    sentence: str
+    repaired: bool = False
+
+
 class Plan(_Model):
     """A plan as FORMAT.md §2 defines it. What only the engine knows (``engine``, ``staging``,
     ``evidence``, ``confidence``) is optional, so that a plan written by a tumour board (a
@@ -321,6 +351,14 @@ class Plan(_Model):
     rounds: int = 1
     # The past cases that informed the plan (recalled from round 2; none in one round).
     informed_by: list[InformedBy] = Field(default_factory=list)
+    # What would change this plan (issue 23): empty with ``variations_tried`` > 0 means none of
+    # the variations tried changes the primary pathway; None tried means not computed (a plan
+    # written by a tumour board, or one made before 2026-11-27).
+    decisive_facts: list[DecisiveFact] = Field(default_factory=list)
+    variations_tried: int | None = None
+    # The pathway checked as a whole after the gate (issue 23): what the engine found and
+    # whether it repaired it.
+    coherence: list[CoherenceNote] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod

@@ -213,6 +213,12 @@ class SafetyAction(_Strict):
     result (fail when the rule holds, pass when it does not, unknown when its inputs are
     missing), so a clinician sees it was made (the HCC liver-function gate); ``shows``: derived
     facts whose values the result states ("Child-Pugh A, score 5; ALBI grade 1").
+    ``verified_by``: for a rule that asks for a test or an examination before the drug ("DPD
+    testing before capecitabine", "endoscopy before bevacizumab"), the facts that record its
+    result ("biomarkers.dpd_status"): the precondition is met once they are all recorded (what
+    they show is judged by the rules about those facts), and not met — the gate ``unknown``,
+    asking for them — until then. A firing condition without it is met only when its action is
+    recorded, which a dossier does not say: it stays ``unknown`` with the action to confirm.
     """
 
     type: Literal["safety"] = "safety"
@@ -235,6 +241,9 @@ class SafetyAction(_Strict):
     rechallenge: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
     check: bool = Field(default=False, exclude_if=lambda v: v is False)
     shows: tuple[Annotated[str, Field(pattern=FACT_PATTERN, max_length=80)], ...] = Field(
+        default=(), exclude_if=lambda v: not v
+    )
+    verified_by: tuple[Annotated[str, Field(pattern=FACT_PATTERN, max_length=80)], ...] = Field(
         default=(), exclude_if=lambda v: not v
     )
 
@@ -261,6 +270,8 @@ class SafetyAction(_Strict):
             raise ValueError("addressed_by is for remove rules")
         if self.check and self.effect != "flag":
             raise ValueError("check is for flag rules")
+        if self.verified_by and not self.conditions():
+            raise ValueError("verified_by is for condition rules (a precondition)")
         return self
 
     # --- the safety policy: one definition, read by the gate, the consensus, Safety's votes

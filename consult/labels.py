@@ -22,6 +22,7 @@ DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
         "derived.egfr_ckd_epi_2021": "eGFR (CKD-EPI 2021, mL/min/1.73 m²)",
         "derived.crcl_cockcroft_gault": "Creatinine clearance (Cockcroft–Gault, mL/min)",
         "derived.line": "Line of therapy",
+        "derived.situations": "Situation recognised",
         "derived.frailty": "Frailty",
         "derived.declines": "Patient declines",
         "derived.wants": "Patient wishes",

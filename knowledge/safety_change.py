@@ -189,7 +189,28 @@ def _compare_action(
         strengthens,
         more_is_stronger=True,
     )
+    _compare_verified_by(old, new, weakens, strengthens)
     _compare_words("advice", old.advice, new.advice, weakens, strengthens)
+
+
+def _compare_verified_by(
+    old: SafetyAction, new: SafetyAction, weakens: list[str], strengthens: list[str]
+) -> None:
+    """Without ``verified_by`` a precondition is never met from the record; with it, it is met
+    once those facts are recorded: giving it one weakens, asking for more strengthens."""
+    if not old.verified_by and new.verified_by:
+        weakens.append(
+            f"Its precondition is now met once these are recorded: {', '.join(new.verified_by)}."
+        )
+        return
+    _compare_set(
+        "facts that must be recorded before the precondition is met (verified_by)",
+        old.verified_by,
+        new.verified_by,
+        weakens,
+        strengthens,
+        more_is_stronger=True,
+    )
 
 
 def _compare_severity(

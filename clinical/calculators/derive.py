@@ -13,6 +13,21 @@ from clinical.calculators.breast_genomics import (
     pik3ca_mutation,
 )
 from clinical.calculators.breast_local import breast_surgery_done
+from clinical.calculators.course import (
+    days_since_bleeding,
+    early_relapse_with_course,
+    months_since_anti_cd20,
+    months_since_endocrine,
+    months_since_immunotherapy,
+    months_since_last_treatment,
+    months_since_platinum,
+    oligoprogression,
+    operations_done,
+    platinum_naive,
+    primary_operation_done,
+    rechallenge_barred,
+    relapse_timing,
+)
 from clinical.calculators.dosing import (
     bsa_m2,
     capecitabine_renal_dose_pct,
@@ -61,7 +76,6 @@ from clinical.calculators.medications import (
     strong_cyp3a4_inhibitors,
 )
 from clinical.calculators.patient import (
-    early_relapse,
     frailty,
     months_to_relapse,
     pregnancy_recorded,
@@ -130,7 +144,7 @@ PATIENT: Final[dict[str, Calculator]] = {
     "cyp2d6_inhibitors": cyp2d6_inhibitors,
     "months_to_relapse": months_to_relapse,
     "prior_regimens": prior_regimens_with_history,
-    "early_relapse": early_relapse,
+    "early_relapse": early_relapse_with_course,
     "line": treatment_line_with_history,
     "pregnancy_trimester": pregnancy_trimester,
     "pregnancy_recorded": pregnancy_recorded,
@@ -140,6 +154,19 @@ PATIENT: Final[dict[str, Calculator]] = {
     "allergies_unmapped": allergies_unmapped,
     "prior_irae_severity": prior_irae_severity,
     "bleeding_within_6_months": bleeding_within_6_months,
+    # The course of the disease in time (clinical/calculators/course.py, issue 23).
+    "months_since_last_treatment": months_since_last_treatment,
+    "months_since_platinum": months_since_platinum,
+    "months_since_immunotherapy": months_since_immunotherapy,
+    "months_since_anti_cd20": months_since_anti_cd20,
+    "months_since_endocrine": months_since_endocrine,
+    "relapse_timing": relapse_timing,
+    "operations_done": operations_done,
+    "primary_operation_done": primary_operation_done,
+    "oligoprogression": oligoprogression,
+    "rechallenge_barred": rechallenge_barred,
+    "days_since_bleeding": days_since_bleeding,
+    "platinum_naive": platinum_naive,
     # The case's situation (variant histology, site, emergency, newer biopsy): the units
     # written for one name its id; the abstention reads it against the coverage map.
     "situations": situations,

@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from clinical.calculators.course import palliative_line
 from clinical.calculators.patient import (
     _starts_a_line,
     most_recent_therapy,
     prior_regimens,
-    treatment_line,
 )
 from clinical.results import CalcResult, Inputs, lookup
 from clinical.text.negation import negated_at, window_end, window_start
@@ -261,7 +261,7 @@ def treatment_line_with_history(case: Mapping[str, Any]) -> CalcResult:
     the notes say the disease progressed on or the patient did not tolerate when the structured
     history lists none: "progressed on letrozole-palbociclib" with an empty list is a second
     line, not a first."""
-    base = treatment_line(case)
+    base = palliative_line(case)
     stated = _stated_only(case)
     if not stated:
         return base

@@ -317,9 +317,30 @@ def recognise(case: Mapping[str, Any]) -> list[Situation]:
         for source, text in case_texts(case)
         if source not in ("patient.medications", "diagnosis.prior_therapies")
     )
-    return list(
+    found = list(
         _read(cancer, _recorded_histology(case), site if isinstance(site, str) else "", texts)
     )
+    # A structured field states a site as well as the text does.
+    count = lookup(case, "staging.brain_metastases_count")
+    spec = catalogue()["brain_metastases"]
+    if (
+        isinstance(count, int)
+        and not isinstance(count, bool)
+        and count >= 1
+        and cancer in spec.cancers
+        and not any(s.id == spec.id for s in found)
+    ):
+        found.append(
+            Situation(
+                id=spec.id,
+                kind=spec.kind,
+                label=spec.label,
+                phrase=f"brain metastases: {count}",
+                source="staging.brain_metastases_count",
+                words=str(count),
+            )
+        )
+    return found
 
 
 def situations(case: Mapping[str, Any]) -> CalcResult:

@@ -42,6 +42,7 @@ _WHERE: Final = {
     "index_lesion.description": "the lesion description",
     "patient.comorbidities": "the comorbidities",
     "organ_function.autoimmune_disease": "the autoimmune-disease field",
+    "staging.brain_metastases_count": "the staging",
 }
 
 
@@ -154,6 +155,8 @@ def abstain(
             )
         )
     kept.sort(key=lambda c: next((i for i, u in enumerate(steps) if u.unit_id in c.evidence), 99))
+    labels = {s.id: s.label for s in outside}
+    by_id = {u.unit_id: u for u in steps}
     for order, component in enumerate(kept, start=1):
         component.role, component.order, component.rank, component.when = (
             ComponentRole.PRIMARY,
@@ -161,6 +164,11 @@ def abstain(
             None,
             "",
         )
+        # Why the step is here, in words (not the situation's id).
+        ids = {i for e in component.evidence if e in by_id for i in _situation_ids(by_id[e])}
+        component.rationale = [
+            f"Recognised in this case: {labels[i]} \u2713" for i in sorted(ids) if i in labels
+        ]
     decides = [
         AbstentionItem(text=text, unit=u.unit_id)
         for u in steps
@@ -194,6 +202,18 @@ def abstain(
         nearest_pathway=list(dict.fromkeys(nearest)),
     )
     return Outcome(abstention=abstention, components=kept, summary=summary(abstention))
+
+
+def without_situation_steps(
+    components: Sequence[PlanComponent], units: Sequence[Evidence]
+) -> list[PlanComponent]:
+    """A plan that does not abstain keeps none of the steps written for situations outside
+    the pathways: the situation is covered, its own pathway answers it (the local treatment
+    of brain metastases in lung cancer, not the generic referral)."""
+    steps = {u.unit_id for u in units if _ref(u).is_situation_step}
+    if not steps:
+        return list(components)
+    return [c for c in components if not c.evidence or not set(c.evidence) <= steps]
 
 
 def summary(abstention: Abstention) -> str:

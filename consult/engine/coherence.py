@@ -22,9 +22,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from clinical import lexicon
+from clinical.vocab import Modality
 
 RECOMMENDS_RULED_OUT: Final = "recommends_ruled_out"
 INTENT_CONTRADICTS_STEPS: Final = "intent_contradicts_steps"
+TWO_BACKBONES: Final = "two_backbones_of_one_class"
+BASELINE_AFTER_TREATMENT: Final = "baseline_after_treatment"
+ALTERNATIVE_ALREADY_TRUE: Final = "alternative_when_already_true"
+WRONG_SEX_WORDING: Final = "wording_for_the_wrong_sex"
 
 
 @dataclass(frozen=True)
@@ -255,6 +260,10 @@ def _core(drugs: Iterable[str]) -> set[str]:
 
 
 def _item_given(item: Mapping[str, Any]) -> lexicon.Given:
+    """The drugs an item gives. A referral gives none: the gate's "Before starting ribociclib:
+    confirm ..." step names the drug it protects, it is not a second CDK4/6 backbone."""
+    if str(item.get("modality") or "") == Modality.REFERRAL:
+        return lexicon.given([], "")
     return lexicon.given(
         [str(a) for a in item.get("agents") or []],
         str(item.get("description") or ""),
@@ -413,7 +422,7 @@ _INTENT_WORDS: Final = {
 }
 
 
-def _curative_capable(item: Mapping[str, Any]) -> bool:
+def curative_capable(item: Mapping[str, Any]) -> bool:
     modality = str(item.get("modality") or "")
     if modality in _CURATIVE_LOCAL:
         return True
@@ -453,7 +462,7 @@ def intent_contradicts_steps(plan: Mapping[str, Any]) -> list[Finding]:
             for c in active
         ]
     if intent == "curative":
-        if any(_curative_capable(c) for c in pathway):
+        if any(curative_capable(c) for c in pathway):
             return []
         return [
             Finding(
@@ -484,9 +493,177 @@ def intent_contradicts_steps(plan: Mapping[str, Any]) -> list[Finding]:
     return findings
 
 
+# --- the pathway as a whole (issue 23) ----------------------------------------------------------
+# Drug classes of which a pathway gives one backbone at a time: two items each giving a member
+# (letrozole in one, tamoxifen in another) are two backbones side by side, unless one follows
+# the other ("then", "after", "switch to").
+BACKBONES: Final[Mapping[str, frozenset[str]]] = {
+    "endocrine backbone": frozenset({"aromatase_inhibitor", "serm", "serd"}),
+    "CDK4/6 inhibitor": frozenset({"cdk46"}),
+    "EGFR inhibitor": frozenset({"egfr_tki"}),
+    "ALK inhibitor": frozenset({"alk_tki"}),
+}
+_SEQUENTIAL = re.compile(
+    r"\bthen\b|\bafter\b|\bfollowing\b|\bfollowed\s+by\b|\bswitch\w*|\bat\s+progression\b"
+    r"|\bonce\b|\bcompleti\w*|\bextended\b|\bsequen\w*",
+    re.IGNORECASE,
+)
+
+
+def _backbone_classes(item: Mapping[str, Any]) -> dict[str, frozenset[str]]:
+    """The backbone classes of the drugs an item names ("with standard adjuvant endocrine
+    therapy" names no backbone of its own)."""
+    given: set[str] = set()
+    for drug in _item_given(item).drugs:
+        given |= lexicon.classes_of(drug)
+    found: dict[str, frozenset[str]] = {}
+    for name, classes in BACKBONES.items():
+        hit = frozenset(classes & given)
+        if hit:
+            found[name] = hit
+    return found
+
+
+def two_backbones(plan: Mapping[str, Any]) -> list[Finding]:
+    """Two items of the pathway each give a backbone of the same class side by side (two
+    endocrine backbones, two CDK4/6 inhibitors)."""
+    pathway = [c for c in _components(plan) if c.get("role", "primary") == "primary"]
+    findings: list[Finding] = []
+    for index, first in enumerate(pathway):
+        mine = _backbone_classes(first)
+        if not mine:
+            continue
+        for second in pathway[index + 1 :]:
+            if _SEQUENTIAL.search(_item_text(second)) or _SEQUENTIAL.search(_item_text(first)):
+                continue
+            theirs = _backbone_classes(second)
+            for name in mine.keys() & theirs.keys():
+                findings.append(
+                    Finding(
+                        TWO_BACKBONES,
+                        (_item_text(first), _item_text(second)),
+                        f"The pathway gives two {name}s side by side: "
+                        f"“{_short(_item_text(first))}” and “{_short(_item_text(second))}”: keep "
+                        "one, or say that one follows the other.",
+                    )
+                )
+    return findings
+
+
+# A step done before the treatment it protects or stages: baseline tests, prophylaxis started
+# before the first dose, fertility preservation, dental review before a bone agent.
+_BASELINE = re.compile(
+    r"\bbaseline\b|\bbefore\s+(?:the\s+)?(?:first|start\w*|treatment|chemo\w*|therapy|anti-?cd20"
+    r"|rituximab|immunotherapy|systemic|each)|\bprior\s+to\s+(?:start\w*|treatment|therapy)"
+    r"|\bpre-?treatment\b|\bscreen\w*\b|\bstaging\b|\bfertility\b|\boocyte"
+    r"|\bsperm\b|\bcryopreserv\w*|\bdental\b|\bcardio-?oncology\b|\bechocardiogra\w*",
+    re.IGNORECASE,
+)
+_NOT_BASELINE = re.compile(r"^\W*(?:\S+\s+){0,5}?(?:after|following|at\s+progression)\b", re.I)
+
+
+def is_baseline(item: Mapping[str, Any]) -> bool:
+    text = _item_text(item)
+    if _NOT_BASELINE.search(text):
+        return False
+    modality = str(item.get("modality") or "")
+    if modality == "antiviral" and re.search(r"prophyla\w*|pre-?emptive|before", text, re.I):
+        return True
+    return modality not in ACTIVE and bool(_BASELINE.search(text))
+
+
+def baseline_after_treatment(plan: Mapping[str, Any]) -> list[Finding]:
+    """A baseline or prophylaxis step placed after the treatment it protects (CNS staging,
+    cardio-oncology, HBV prophylaxis "then", after months of treatment)."""
+    pathway = sorted(
+        (c for c in _components(plan) if c.get("role", "primary") == "primary"),
+        key=lambda c: c.get("order") or 0,
+    )
+    first_active = next(
+        (c for c in pathway if str(c.get("modality") or "") in ACTIVE and not is_baseline(c)),
+        None,
+    )
+    if first_active is None:
+        return []
+    start = first_active.get("order") or 0
+    return [
+        Finding(
+            BASELINE_AFTER_TREATMENT,
+            (_item_text(c), _item_text(first_active)),
+            f"“{_short(_item_text(c))}” ({_place(c)}) is done before or at the start of "
+            f"“{_short(_item_text(first_active))}”, not after it: put it first or mark it "
+            "concurrent.",
+        )
+        for c in pathway
+        if is_baseline(c) and (c.get("order") or 0) > start and c.get("timing") != "before"
+    ]
+
+
+_FEMALE_ONLY = re.compile(
+    r"\bpregnan\w*|\bcontracept\w*\s+(?:for\s+)?women|\bpremenopausal|\bpostmenopausal"
+    r"|\bmenopaus\w*|\boocyte|\bovarian\s+(?:function|suppression)|\bbreastfeed\w*|\blactat\w*",
+    re.IGNORECASE,
+)
+_PARENTHESES = re.compile(r"\([^()]*\)")
+_IF_CLAUSE = re.compile(r"^\s*(?:if|when|unless|for)\b[^:]*:", re.IGNORECASE)
+_MALE_ONLY = re.compile(r"\bsperm\b|\bsemen\b|\btesticular\s+function|\bandrolog\w*", re.I)
+
+
+def wrong_sex_wording(plan: Mapping[str, Any], sex: str | None) -> list[Finding]:
+    """Wording that only applies to the other sex: pregnancy or ovarian function for a man,
+    sperm banking for a woman (needs the patient's recorded sex; nothing when not recorded)."""
+    if sex not in ("male", "female"):
+        return []
+    pattern = _FEMALE_ONLY if sex == "male" else _MALE_ONLY
+    findings = []
+    for item in _components(plan):
+        # What the item says it gives, not the criteria it lists: "(e.g. premenopausal N1 ...)"
+        # and "If ...:" clauses are conditions.
+        text = _PARENTHESES.sub(" ", _item_text(item))
+        text = _IF_CLAUSE.sub(" ", text)
+        match = pattern.search(text)
+        if match and not re.search(
+            r"partner", text[max(0, match.start() - 40) : match.end()], re.I
+        ):
+            findings.append(
+                Finding(
+                    WRONG_SEX_WORDING,
+                    (_item_text(item), match.group(0)),
+                    f"“{_short(_item_text(item))}” ({_place(item)}) speaks of "
+                    f"“{match.group(0)}” for a {sex} patient: reword it for this patient.",
+                )
+            )
+    return findings
+
+
+def alternative_already_true(
+    plan: Mapping[str, Any], holds: Callable[[str], bool | None]
+) -> list[Finding]:
+    """An alternative whose ``when`` is already true for this patient (``holds(when)`` True):
+    then it is not a fallback, it should have led, or the pathway should say why not."""
+    findings = []
+    for item in _components(plan):
+        if item.get("role") != "alternative":
+            continue
+        when = str(item.get("when") or "")
+        if when and holds(when) is True:
+            findings.append(
+                Finding(
+                    ALTERNATIVE_ALREADY_TRUE,
+                    (_item_text(item), when),
+                    f"{_place(item).capitalize()} is for “{_short(when)}”, which is already the "
+                    "case for this patient: it should lead, or the plan should say why not.",
+                )
+            )
+    return findings
+
+
 Check = Callable[[Mapping[str, Any]], Sequence[Finding]]
 # Every property a plan is checked for, in the order their findings are reported.
 CHECKS: Final[tuple[Check, ...]] = (recommends_ruled_out, intent_contradicts_steps)
+# The engine's pathway pass (issue 23) checks these too, after the gate, and repairs what it can
+# (consult/engine/pathway_pass.py); clinician review keeps to CHECKS.
+PATHWAY_CHECKS: Final[tuple[Check, ...]] = (*CHECKS, two_backbones, baseline_after_treatment)
 
 
 def plan_findings(plan: Mapping[str, Any], checks: Iterable[Check] = CHECKS) -> list[Finding]:

@@ -27,7 +27,7 @@ from clinical.plan import (
 )
 from clinical.vocab import SAFETY_KINDS, STAGING_KEYS, EventKind, Intent, StepKind
 from consult.engine import guideline
-from consult.engine.abstention import abstain
+from consult.engine.abstention import abstain, without_situation_steps
 from consult.engine.consensus import (
     case_weights,
     critique_conflicts,
@@ -44,10 +44,12 @@ from consult.engine.context import (
     Triage,
     VoteInput,
 )
+from consult.engine.decisive import decisive_facts
 from consult.engine.gate import relevant_need, with_allergy_check
 from consult.engine.grounding import ground_report, tree_nodes
 from consult.engine.options import not_advised
 from consult.engine.pathway import modalities_done
+from consult.engine.pathway_pass import pathway_pass
 from consult.engine.protocols import (
     EngineEvent,
     Evidence,
@@ -103,6 +105,8 @@ class EngineConfig:
     # Admin-approved offsets to the case-dependent consensus weights (knowledge/memory's
     # weight versions): role -> offset. Empty: the engine's own weights.
     weight_offsets: Mapping[str, float] = field(default_factory=dict)
+    # Decisive facts (issue 23): re-run the choice with each borderline or missing fact varied.
+    decisive_facts: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_rounds <= MAX_ROUNDS_CAP:
@@ -644,7 +648,8 @@ class Deliberation:
         gate = await self._step(Step(StepKind.GATE), gate_run)
 
         async def plan_run() -> StepResult:
-            plan = self._assemble(gate)
+            plan = pathway_pass(self._assemble(gate), self.state.facts)
+            plan = await self._with_decisive_facts(plan)
             # What the plan still lacks (a monitoring phase, a recommendation) stays in the
             # review event: needs_data is the patient data the board needs.
             review = final_review(plan)
@@ -656,6 +661,27 @@ class Deliberation:
 
         result = await self._step(Step(StepKind.PLAN), plan_run)
         return Plan.model_validate(result["plan"])
+
+    async def _with_decisive_facts(self, plan: Plan) -> Plan:
+        """The plan with the facts that would change its pathway (the choice re-run over every
+        therapy step and safety rule of the cancer, retrieved once, for each variation)."""
+        if not self.config.decisive_facts:
+            return plan
+        found = await self._fetch(
+            [
+                EvidenceRequest("decisive_therapy", "", ("therapy_step",), True),
+                EvidenceRequest("decisive_safety", "", SAFETY_KINDS, True),
+            ]
+        )
+        units = [*found["decisive_therapy"].applicable, *found["decisive_safety"].applicable]
+        facts, tried = await asyncio.to_thread(
+            decisive_facts,
+            case=self.state.case,
+            facts=self.state.facts,
+            units=units,
+            labels=self.labels,
+        )
+        return plan.model_copy(update={"decisive_facts": facts, "variations_tried": tried})
 
     async def _gate_units(self, retrieved: Sequence[Evidence]) -> list[Evidence]:
         """Every safety rule of the knowledge base for this cancer, whether it applies or not,
@@ -693,14 +719,17 @@ class Deliberation:
         )
         # Outside the knowledge base (issue 30): the plan abstains with content instead of
         # presenting the nearest standard pathway as the recommendation.
+        therapy_units = [*self.state.evidence.get("treatment", []), *self.state.considered]
         outside = abstain(
             case=self.state.case,
-            units=[*self.state.evidence.get("treatment", []), *self.state.considered],
+            units=therapy_units,
             components=plan_components,
             removed={r.option for r in rejected},
         )
         if outside is not None:
             plan_components = outside.components
+        else:
+            plan_components = without_situation_steps(plan_components, therapy_units)
         monitoring = [
             MonitoringItem(phase=m.phase, what=m.what, interval=m.interval, anchor=m.anchor)
             for m in draft.monitoring
@@ -910,7 +939,11 @@ def final_review(plan: Plan) -> dict[str, Any]:
         "evidence": bool(plan.evidence),
     }
     missing = [f"monitoring phase {p}" for p in PHASES if p not in phases]
-    if plan.abstain:
+    if plan.recommendation.abstention is not None:
+        missing.append(
+            "a treatment pathway (the case is outside the knowledge base: the board decides)"
+        )
+    elif plan.abstain:
         missing.append(
             "a treatment recommendation (the board abstains until the data above is available)"
         )

@@ -1,5 +1,9 @@
 """The deterministic safety gate: always runs after the Coordinator, whatever the engine.
 
+Two halves: ``findings.evaluate`` decides, purely, what each rule means for the plan (clear,
+unknown, or fires with a kind of effect); this module applies each finding with the handler
+of its kind (``HANDLERS``), then arranges the pathway.
+
 Every published contraindication, interaction and organ-function gate is checked against the
 plan items (pathway and alternatives), by the drugs they give (generic, brand, regimen or class,
 ``lexicon``) and their modality. When a rule fires:
@@ -32,33 +36,30 @@ failed, passed or not checked.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from clinical import lexicon
 from clinical.plan import ConflictRecord, Flag, GateResult, PlanComponent, RejectedOption
 from clinical.rules import SafetyAction
-from clinical.vocab import GateEffect, GateStatus, SafetyEffect, Severity
+from clinical.vocab import ComponentRole, GateEffect, GateStatus, Modality, SafetyEffect, Severity
 from consult.engine.consensus import conflict_record
 from consult.engine.dosing import dose_note
+from consult.engine.findings import (
+    FIRES,
+    REPRODUCTIVE_FACTS,
+    Finding,
+    Kind,
+    cannot_be_pregnant,
+    evaluate,
+    readable,
+)
 from consult.engine.hygiene import Excluded, clean_text, without_partners
 from consult.engine.matching import addressed, norm_name, substitution, targets
 from consult.engine.pathway import ADJUNCT_MODALITIES, arrange, modalities_done, once
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import ProposedComponent
-
-# Facts that only concern a patient who can be pregnant or breastfeed.
-REPRODUCTIVE_FACTS = (
-    "patient.pregnant",
-    "patient.breastfeeding",
-    "patient.lactating",
-    "patient.gestational_age_weeks",
-)
-# Above this age (and after the menopause, or for a man) the pregnancy and breastfeeding rules
-# are not reported; a recorded pregnancy is always checked. The knowledge base uses the same
-# age in its own pregnancy rules.
-REPRODUCTIVE_AGE_LIMIT = 55
 
 
 @dataclass
@@ -140,24 +141,6 @@ def _calculated(
     return f" [{label}: {value}]" if value is not None else f" [{label}: not calculable]"
 
 
-def _conditions(unit: Evidence) -> list[Mapping[str, Any]]:
-    context = unit.content.get("context") or {}
-    return [*(context.get("all") or ()), *(context.get("any") or ())]
-
-
-def cannot_be_pregnant(facts: Mapping[str, Any]) -> bool:
-    """A man, a postmenopausal woman or a woman over the age limit, with no pregnancy or
-    breastfeeding recorded."""
-    if any(facts.get(fact) is True for fact in REPRODUCTIVE_FACTS):
-        return False
-    age = facts.get("patient.age_years")
-    return (
-        facts.get("patient.sex") == "male"
-        or facts.get("patient.menopausal_status") == "postmenopausal"
-        or (isinstance(age, int | float) and age > REPRODUCTIVE_AGE_LIMIT)
-    )
-
-
 def relevant_need(need: str, facts: Mapping[str, Any]) -> bool:
     """Whether a data request ("patient.pregnant (for unit)") concerns this patient: a
     pregnancy status is not asked of a patient who cannot be pregnant."""
@@ -165,45 +148,338 @@ def relevant_need(need: str, facts: Mapping[str, Any]) -> bool:
     return not (fact in REPRODUCTIVE_FACTS and cannot_be_pregnant(facts))
 
 
-def relevant(unit: Evidence, facts: Mapping[str, Any]) -> bool:
-    """Whether a rule concerns this patient at all: a pregnancy or breastfeeding rule does not
-    concern a patient who cannot be pregnant."""
-    reproductive = any(c.get("fact") in REPRODUCTIVE_FACTS for c in _conditions(unit))
-    return not (reproductive and cannot_be_pregnant(facts))
+@dataclass
+class _Application:
+    """What applying the findings has decided so far, for one run of the gate."""
+
+    items: list[ProposedComponent]
+    facts: Mapping[str, Any]
+    labels: Mapping[str, str]
+    outcome: GateOutcome
+    removed: dict[str, str] = field(default_factory=dict)
+    demoted: dict[str, str] = field(default_factory=dict)
+    held: dict[str, str] = field(default_factory=dict)
+    # Agents the gate withdrew from an item (an interchangeable partner took their place, or
+    # the regimen goes on without them).
+    withdrawn: dict[int, set[str]] = field(default_factory=dict)
+    conditions: dict[str, list[str]] = field(default_factory=dict)
+    # What the rules that fired exclude for this patient: no plan item may name it.
+    excluded_names: list[str] = field(default_factory=list)
+    excluded_modalities: list[str] = field(default_factory=list)
+    # Critical rules that cannot be checked: what each item must confirm before it starts, and
+    # the facts needed (with their rule).
+    confirm: dict[str, dict[tuple[str, str], list[str]]] = field(default_factory=dict)
+    confirm_needs: dict[str, list[str]] = field(default_factory=dict)
+    # what of ``confirm`` is an action to confirm, not facts to record
+    actions: set[str] = field(default_factory=set)
+
+    def condition(self, description: str, text: str) -> None:
+        self.conditions.setdefault(description, []).append(text)
+
+    def report(self, finding: Finding, status: GateStatus, effect: GateEffect, **more: Any) -> None:
+        unit = finding.unit
+        self.outcome.gates.append(
+            GateResult(
+                gate=finding.rule.gate,
+                status=status,
+                effect=effect,
+                unit=unit.unit_id,
+                applies_to=list(finding.applies_to),
+                **{"detail": f"{unit.title}: {finding.rule.advice}".strip(": "), **more},
+            )
+        )
+
+    def conflict(self, semantic: float, risk: float, implementation: float, text: str) -> None:
+        self.outcome.conflicts.append(
+            conflict_record(
+                between=["treatment", "safety"],
+                semantic=semantic,
+                risk=risk,
+                implementation=implementation,
+                resolution=text,
+            )
+        )
 
 
-# Facts that describe a state of the patient (breastfeeding, frailty): a rule about that state
-# is not shown as "passed" to a patient who is known not to be in it.
-STATE_FACTS = (
-    "patient.breastfeeding",
-    "patient.lactating",
-    "patient.frailty",
-    "derived.frailty",
-)
+# --- one handler per kind of finding -------------------------------------------------------------
 
 
-def concerns_patient(unit: Evidence, facts: Mapping[str, Any]) -> bool:
-    """Whether a rule that does not apply is still worth showing as passed: not when it is
-    about a state (breastfeeding, frailty) the patient is known not to be in."""
-    for condition in _conditions(unit):
-        fact = condition.get("fact")
-        if fact not in STATE_FACTS:
+def _check(finding: Finding, state: _Application) -> None:
+    """A patient-level check is shown whatever it finds (passed, failed, not checked)."""
+    unit, rule = finding.unit, finding.rule
+    state.outcome.gates.append(_check_result(unit, rule, state.facts, state.labels))
+    if unit.applies is True:
+        state.outcome.flags.append(
+            Flag(
+                severity=rule.severity,
+                text=f"{unit.title}. {rule.advice}".strip(),
+                evidence=[unit.unit_id],
+            )
+        )
+    elif unit.applies is None:
+        state.outcome.needs_data.extend(f"{f} (for {unit.unit_id})" for f in unit.missing)
+
+
+def _unknown(finding: Finding, state: _Application) -> None:
+    unit, rule = finding.unit, finding.rule
+    needs = [label_of(fact, state.labels) for fact in finding.missing]
+    state.report(
+        finding,
+        GateStatus.UNKNOWN,
+        GateEffect.NEEDS_DATA,
+        needs=needs,
+        needs_facts=list(finding.missing),
+        detail=f"{unit.title}: cannot be checked for {finding.what}; needs "
+        + (", ".join(needs) or "data not in the dossier"),
+    )
+    state.outcome.needs_data.extend(f"{fact} (for {unit.unit_id})" for fact in finding.missing)
+    if rule.severity is Severity.CRITICAL and rule.restricts():
+        _confirm_first(finding, state, needs)
+
+
+def _confirm_first(
+    finding: Finding, state: _Application, needs: Sequence[str], *, action: str = ""
+) -> None:
+    """A critical rule left unchecked is not a pass: the item is conditional on the missing
+    fact, or waits behind the next safe option when other facts make the contraindication
+    likely (ESC 2022 cardio-oncology: LVEF before anthracyclines and HER2 therapy; SmPCs:
+    pregnancy status before teratogens, transplant and autoimmune history before checkpoint
+    inhibitors; EMA 2020: DPD status before a fluoropyrimidine)."""
+    unit = finding.unit
+    # what the step before the drug asks: the facts to record, or the action to confirm
+    needed = " and ".join(needs) or action or "the missing data"
+    if not needs and action:
+        state.actions.add(needed)
+    likely = state.facts.get("derived.likely_missing") or {}
+    reasons = [str(likely[f]) for f in finding.missing if likely.get(f)]
+    for index, names in finding.hits.items():
+        description = state.items[index].description
+        if reasons:
+            # the next safe option goes first; should this one still lead (nothing safer),
+            # the step before it confirms the fact
+            state.demoted.setdefault(description, f"{needed} is known ({'; '.join(reasons)})")
+            state.condition(description, f"Confirm {needed} first: {'; '.join(reasons)}")
+        drugs = ", ".join(readable(sorted(set(names))))
+        rules = state.confirm.setdefault(description, {}).setdefault((needed, drugs), [])
+        rules.append(f"{unit.title} ({unit.unit_id})")
+        state.confirm_needs.setdefault(description, []).extend(
+            f"{fact} (for {unit.unit_id})" for fact in finding.missing
+        )
+
+
+def _clear(finding: Finding, state: _Application) -> None:
+    state.report(
+        finding,
+        GateStatus.PASS,
+        GateEffect.CLEAR,
+        detail=f"{finding.unit.title}: checked for {finding.what}, does not apply to this patient",
+    )
+
+
+def _veto(finding: Finding, state: _Application) -> None:
+    """The items leave the plan, or lose the drug (an interchangeable partner takes its place,
+    or the regimen goes on without it), or stay an alternative held until it passes."""
+    unit, rule = finding.unit, finding.rule
+    advice, severity = rule.advice, rule.severity
+    result = GateEffect.REMOVED
+    kept_only = True  # every item kept, without the agent or as a held alternative
+    for index, names in finding.hits.items():
+        item = state.items[index]
+        description = item.description
+        if description in state.removed:
             continue
-        value = facts.get(fact)
-        if value is None:
+        phrase = addressed(rule, item)
+        if phrase:
+            state.held.setdefault(description, item.when)
+            state.condition(description, f"{advice} ({unit.unit_id})")
+            state.conflict(
+                0.5,
+                rule.risk,
+                0.5,
+                f"{description} ({', '.join(names)}) stays an alternative only {item.when}, "
+                f"never the pathway: {severity} {unit.kind} {unit.unit_id}.",
+            )
+            result = GateEffect.HELD
             continue
-        if fact in ("patient.breastfeeding", "patient.lactating") and value is False:
-            return False
-        if fact.endswith("frailty") and value == "fit":
-            return False
-    return True
+        withdraw = substitution(item, names, rule)
+        if withdraw is not None:
+            item.agents = [a for a in item.agents if a not in withdraw]
+            item.interchangeable = [
+                [a for a in group if a not in withdraw] for group in item.interchangeable
+            ]
+            state.withdrawn.setdefault(index, set()).update(norm_name(n) for n in names)
+            item.dose_adjustments.append(
+                f"Without {', '.join(withdraw)}: {advice} ({unit.unit_id})"
+            )
+            partner = (
+                "the regimen goes on without it"
+                if rule.omits()
+                else "the interchangeable agent of the regimen takes its place"
+            )
+            state.conflict(
+                0.5,
+                rule.risk,
+                0.5,
+                f"Safety gate withdrew {', '.join(withdraw)} from {description}: {severity} "
+                f"{unit.kind} {unit.unit_id}; {partner}.",
+            )
+            if result != GateEffect.HELD:
+                result = GateEffect.WITHDRAWN
+            continue
+        kept_only = False
+        result = GateEffect.REMOVED
+        # A rule about the patient's history names the drugs it found there.
+        named = f" ({', '.join(names)})" if rule.agents_from else ""
+        state.removed[description] = f"{unit.title}{named}: {advice} ({unit.unit_id})"
+        state.conflict(
+            1.0,
+            rule.risk,
+            0.0,
+            f"Safety gate removed {description} ({', '.join(names)}): {severity} {unit.kind} "
+            f"{unit.unit_id}; safety takes precedence over efficacy; the next safe option takes "
+            "its place.",
+        )
+    # the plan keeps every item, each without the agent
+    status = GateStatus.PASS if kept_only and result == GateEffect.WITHDRAWN else GateStatus.FAIL
+    state.report(finding, status, result)
 
 
-def _readable(names: list[str]) -> list[str]:
-    """The drugs a rule was checked for, by name: the class names it also lists ("anti-PD-1")
-    only when no drug of the plan is named."""
-    named = [n for n in names if (found := lexicon.resolve(n)) is None or found[0]]
-    return named or names
+def _wait(finding: Finding, state: _Application) -> None:
+    """A failed gate: the option waits for the precondition. A critical one never leads the
+    pathway, even when nothing safer is on offer."""
+    unit, rule = finding.unit, finding.rule
+    advice = rule.advice
+    critical = rule.severity is Severity.CRITICAL
+    for index in finding.hits:
+        description = state.items[index].description
+        state.condition(description, f"{advice} ({unit.unit_id})")
+        if critical:
+            state.held.setdefault(description, once(advice))
+        else:
+            state.demoted.setdefault(description, advice.rstrip("."))
+    state.conflict(
+        0.5,
+        rule.risk,
+        0.5,
+        f"{finding.what}: waits for a precondition, the next safe option goes "
+        + ("first, and it never leads the pathway before: " if critical else "first: ")
+        + f"{advice} ({unit.unit_id}).",
+    )
+    state.report(finding, GateStatus.FAIL, GateEffect.HELD if critical else GateEffect.DEMOTED)
+
+
+def _keep_on_condition(finding: Finding, state: _Application) -> None:
+    unit, rule = finding.unit, finding.rule
+    for index in finding.hits:
+        state.condition(state.items[index].description, f"{rule.advice} ({unit.unit_id})")
+    state.conflict(
+        0.5,
+        rule.risk,
+        0.5,
+        f"Kept {finding.what} on condition: {rule.advice} ({unit.unit_id}).",
+    )
+
+
+def _precondition(finding: Finding, state: _Application) -> None:
+    """The items go ahead with the action the rule requires, not recorded as done: unknown
+    until the result it asks for is recorded (a test, an examination), or, for an action the
+    dossier cannot record (premedication, a switch of co-medication), until the team confirms
+    it. A critical one is confirmed before the drug starts."""
+    unit, rule = finding.unit, finding.rule
+    _keep_on_condition(finding, state)
+    needs = [label_of(fact, state.labels) for fact in finding.missing]
+    wanted = ", ".join(needs) if needs else "confirmation that it is done"
+    state.report(
+        finding,
+        GateStatus.UNKNOWN,
+        GateEffect.PRECONDITION,
+        action=rule.advice,
+        needs=needs,
+        needs_facts=list(finding.missing),
+        detail=f"{unit.title}: required for {finding.what}, not recorded ({wanted}): {rule.advice}",
+    )
+    state.outcome.needs_data.extend(f"{fact} (for {unit.unit_id})" for fact in finding.missing)
+    if rule.severity is Severity.CRITICAL:
+        _confirm_first(finding, state, needs, action=_action_needed(rule.advice))
+
+
+def _action_needed(advice: str) -> str:
+    """What a precondition without a recorded result asks for, in a few words."""
+    return advice.split(":", 1)[-1].strip().split(";")[0].rstrip(".") or advice
+
+
+def _met(finding: Finding, state: _Application) -> None:
+    """The result the precondition asks for is recorded: passed, with the values read (what
+    they show is for the rules about those facts); the advice stays with the items."""
+    unit, rule = finding.unit, finding.rule
+    _keep_on_condition(finding, state)
+    values = "; ".join(_value_text(f, state.facts.get(f), state.labels) for f in rule.verified_by)
+    state.report(
+        finding,
+        GateStatus.PASS,
+        GateEffect.PRECONDITION,
+        action=rule.advice,
+        detail=f"{unit.title}: result recorded ({values}). {rule.advice}",
+    )
+
+
+def _recorded(finding: Finding, state: _Application) -> None:
+    """Already withdrawn by the board for this rule."""
+    state.report(finding, GateStatus.FAIL, GateEffect.REMOVED)
+
+
+def _dose(finding: Finding, state: _Application) -> None:
+    unit, rule = finding.unit, finding.rule
+    for index in finding.hits:
+        item = state.items[index]
+        calculated = _calculated(rule, state.facts, item, state.labels)
+        text = f"{rule.advice}{calculated} ({unit.unit_id})"
+        if text not in item.dose_adjustments:
+            item.dose_adjustments.append(text)
+    state.report(finding, GateStatus.PASS, GateEffect.DOSE, action=rule.advice)
+
+
+def _warn(finding: Finding, state: _Application) -> None:
+    """A flag asks for an action (e.g. antiviral prophylaxis); nothing is withheld."""
+    state.report(finding, GateStatus.PASS, GateEffect.WARNING, action=finding.rule.advice)
+
+
+def _moot(finding: Finding, state: _Application) -> None:
+    """About a state the patient is known not to be in: cited, nothing to show."""
+
+
+HANDLERS: dict[Kind, Callable[[Finding, _Application], None]] = {
+    Kind.CHECK: _check,
+    Kind.UNKNOWN: _unknown,
+    Kind.CLEAR: _clear,
+    Kind.MOOT: _moot,
+    Kind.VETO: _veto,
+    Kind.WAIT: _wait,
+    Kind.PRECONDITION: _precondition,
+    Kind.MET: _met,
+    Kind.RECORDED: _recorded,
+    Kind.DOSE: _dose,
+    Kind.WARN: _warn,
+}
+
+
+def _apply(finding: Finding, state: _Application) -> None:
+    unit, rule = finding.unit, finding.rule
+    if finding.excludes:
+        state.excluded_names.extend(rule.agents)
+        state.excluded_modalities.extend(rule.modalities)
+    if not finding.reported:
+        return
+    state.outcome.cited.append(unit.unit_id)
+    if finding.kind in FIRES:
+        state.outcome.flags.append(
+            Flag(
+                severity=rule.severity,
+                text=f"{unit.title}. {rule.advice}".strip(),
+                evidence=[unit.unit_id],
+            )
+        )
+    HANDLERS[finding.kind](finding, state)
 
 
 def safety_gate(
@@ -218,275 +494,32 @@ def safety_gate(
     """``ruled_out``: items the board already withdrew (a member answering an objection):
     not planned again, but the rules about them are reported, so the plan shows why.
     ``safety_units``: every safety rule to check, whether or not it applies (those that do
-    not are reported as passed for the items they concern)."""
+    not are reported as passed for the items they concern).
+
+    Each rule is evaluated (``findings.evaluate``: pure) against the items as the rules
+    before it left them, then applied by the handler of its kind."""
     facts = facts or {}
     labels = labels or {}
     outcome = GateOutcome(components=[])
-    items = [c.model_copy(deep=True) for c in components]
-    removed: dict[str, str] = {}
-    demoted: dict[str, str] = {}
-    held: dict[str, str] = {}
-    # Agents the gate withdrew from an item (an interchangeable partner took their place, or
-    # the regimen goes on without them).
-    withdrawn: dict[int, set[str]] = {}
-    conditions: dict[str, list[str]] = {}
-    # What the rules that fired exclude for this patient: no plan item may name it.
-    excluded_names: list[str] = []
-    excluded_modalities: list[str] = []
-    # Critical rules that cannot be checked: what each item must confirm before it starts, and
-    # the facts needed (with their rule).
-    confirm: dict[str, dict[tuple[str, str], list[str]]] = {}
-    confirm_needs: dict[str, list[str]] = {}
-    likely = facts.get("derived.likely_missing") or {}
+    state = _Application(
+        items=[c.model_copy(deep=True) for c in components],
+        facts=facts,
+        labels=labels,
+        outcome=outcome,
+    )
     for unit in sorted(safety_units, key=lambda u: u.unit_id):
-        rule = unit.safety
-        if rule is None or not relevant(unit, facts):
-            continue
-        gate = rule.gate
-        effect = rule.effect
-        severity = rule.severity
-        advice = rule.advice
-        if unit.applies is True and rule.vetoes():
-            excluded_names.extend(rule.agents)
-            excluded_modalities.extend(rule.modalities)
-        hits = {
-            i: [n for n in targets(rule, c) if norm_name(n) not in withdrawn.get(i, set())]
-            for i, c in enumerate(items)
-        }
-        hits = {i: h for i, h in hits.items() if h}
-        earlier = {c.description: targets(rule, c) for c in ruled_out}
-        earlier = {d: h for d, h in earlier.items() if h}
-        # A rule matters when it targets a plan item; a flag that names no agent and no
-        # modality (e.g. antiviral prophylaxis) concerns the patient whatever the plan, when
-        # it fires or cannot be decided.
-        general_flag = (
-            effect == "flag"
-            and not rule.agents
-            and not rule.modalities
-            and unit.applies is not False
+        finding = evaluate(
+            unit, state.items, facts=facts, ruled_out=ruled_out, withdrawn=state.withdrawn
         )
-        if rule.check:
-            # A patient-level check is shown whatever it finds (passed, failed, not checked).
-            outcome.cited.append(unit.unit_id)
-            outcome.gates.append(_check_result(unit, rule, facts, labels))
-            if unit.applies is True:
-                outcome.flags.append(
-                    Flag(
-                        severity=severity,
-                        text=f"{unit.title}. {advice}".strip(),
-                        evidence=[unit.unit_id],
-                    )
-                )
-            elif unit.applies is None:
-                outcome.needs_data.extend(f"{f} (for {unit.unit_id})" for f in unit.missing)
-            continue
-        if not hits and not earlier and not general_flag:
-            continue
-        if not hits and not general_flag and not (unit.applies is True and rule.vetoes()):
-            continue  # about a withdrawn item only: just the rule that ruled it out counts
-        touched = _readable(sorted({n for h in [*hits.values(), *earlier.values()] for n in h}))
-        applies_to = [items[i].description for i in hits] + list(earlier)
-        what = ", ".join(touched) or "the patient"
-        outcome.cited.append(unit.unit_id)
-        if unit.applies is None:
-            needs = [label_of(fact, labels) for fact in unit.missing]
-            outcome.gates.append(
-                GateResult(
-                    gate=gate,
-                    status=GateStatus.UNKNOWN,
-                    effect=GateEffect.NEEDS_DATA,
-                    unit=unit.unit_id,
-                    needs=needs,
-                    needs_facts=list(unit.missing),
-                    applies_to=applies_to,
-                    detail=f"{unit.title}: cannot be checked for {what}; needs "
-                    + (", ".join(needs) or "data not in the dossier"),
-                )
-            )
-            outcome.needs_data.extend(f"{fact} (for {unit.unit_id})" for fact in unit.missing)
-            if severity == "critical" and effect in ("remove", "condition") and hits:
-                # A critical rule left unchecked is not a pass: the item is conditional on
-                # the missing fact, or waits behind the next safe option when other facts make
-                # the contraindication likely (ESC 2022 cardio-oncology: LVEF before
-                # anthracyclines and HER2 therapy; SmPCs: pregnancy status before teratogens,
-                # transplant and autoimmune history before checkpoint inhibitors).
-                needed = " and ".join(needs) or "the missing data"
-                reasons = [str(likely[f]) for f in unit.missing if likely.get(f)]
-                for index in hits:
-                    description = items[index].description
-                    if reasons:
-                        demoted.setdefault(description, f"{needed} is known ({'; '.join(reasons)})")
-                        conditions.setdefault(description, []).append(
-                            f"Confirm {needed} first: {'; '.join(reasons)}"
-                        )
-                    else:
-                        drugs = ", ".join(_readable(sorted(set(hits[index]))))
-                        rules = confirm.setdefault(description, {}).setdefault((needed, drugs), [])
-                        rules.append(f"{unit.title} ({unit.unit_id})")
-                        confirm_needs.setdefault(description, []).extend(
-                            f"{fact} (for {unit.unit_id})" for fact in unit.missing
-                        )
-            continue
-        if unit.applies is False:
-            if not concerns_patient(unit, facts):
-                continue  # a breastfeeding check for a patient who is not, frail surgery if fit
-            outcome.gates.append(
-                GateResult(
-                    gate=gate,
-                    status=GateStatus.PASS,
-                    effect=GateEffect.CLEAR,
-                    unit=unit.unit_id,
-                    applies_to=applies_to,
-                    detail=f"{unit.title}: checked for {what}, does not apply to this patient",
-                )
-            )
-            continue
-        # The rule fires for this patient.
-        outcome.flags.append(
-            Flag(
-                severity=severity,
-                text=f"{unit.title}. {advice}".strip(),
-                evidence=[unit.unit_id],
-            )
-        )
-        status: GateStatus = GateStatus.FAIL
-        result: GateEffect = GateEffect.REMOVED
-        required = ""
-        if rule.vetoes() and hits:
-            kept_only = True  # every item kept, without the agent or as a held alternative
-            for index, names in hits.items():
-                item = items[index]
-                description = item.description
-                if description in removed:
-                    continue
-                phrase = addressed(rule, item)
-                if phrase:
-                    held.setdefault(description, item.when)
-                    conditions.setdefault(description, []).append(f"{advice} ({unit.unit_id})")
-                    outcome.conflicts.append(
-                        conflict_record(
-                            between=["treatment", "safety"],
-                            semantic=0.5,
-                            risk=rule.risk,
-                            implementation=0.5,
-                            resolution=f"{description} ({', '.join(names)}) stays an "
-                            f"alternative only {item.when}, never the pathway: {severity} "
-                            f"{unit.kind} {unit.unit_id}.",
-                        )
-                    )
-                    result = GateEffect.HELD
-                    continue
-                withdraw = substitution(item, names, rule)
-                if withdraw is not None:
-                    item.agents = [a for a in item.agents if a not in withdraw]
-                    item.interchangeable = [
-                        [a for a in group if a not in withdraw] for group in item.interchangeable
-                    ]
-                    withdrawn.setdefault(index, set()).update(norm_name(n) for n in names)
-                    item.dose_adjustments.append(
-                        f"Without {', '.join(withdraw)}: {advice} ({unit.unit_id})"
-                    )
-                    partner = (
-                        "the regimen goes on without it"
-                        if rule.omits()
-                        else "the interchangeable agent of the regimen takes its place"
-                    )
-                    outcome.conflicts.append(
-                        conflict_record(
-                            between=["treatment", "safety"],
-                            semantic=0.5,
-                            risk=rule.risk,
-                            implementation=0.5,
-                            resolution=f"Safety gate withdrew {', '.join(withdraw)} from "
-                            f"{description}: {severity} {unit.kind} {unit.unit_id}; {partner}.",
-                        )
-                    )
-                    if result != "held":
-                        result = GateEffect.WITHDRAWN
-                    continue
-                kept_only = False
-                result = GateEffect.REMOVED
-                # A rule about the patient's history names the drugs it found there.
-                named = f" ({', '.join(names)})" if rule.agents_from else ""
-                removed[description] = f"{unit.title}{named}: {advice} ({unit.unit_id})"
-                outcome.conflicts.append(
-                    conflict_record(
-                        between=["treatment", "safety"],
-                        semantic=1.0,
-                        risk=rule.risk,
-                        implementation=0.0,
-                        resolution=f"Safety gate removed {description} ({', '.join(names)}): "
-                        f"{severity} {unit.kind} {unit.unit_id}; safety takes precedence over "
-                        "efficacy; the next safe option takes its place.",
-                    )
-                )
-            if kept_only and result == "withdrawn":
-                status = GateStatus.PASS  # the plan keeps every item, each without the agent
-        elif hits and effect in ("remove", "condition") and rule.demotes:
-            # A failed gate: the option waits for the precondition. A critical one never
-            # leads the pathway, even when nothing safer is on offer.
-            critical = severity == "critical"
-            result = GateEffect.HELD if critical else GateEffect.DEMOTED
-            for index in hits:
-                description = items[index].description
-                conditions.setdefault(description, []).append(f"{advice} ({unit.unit_id})")
-                if critical:
-                    held.setdefault(description, once(advice))
-                else:
-                    demoted.setdefault(description, advice.rstrip("."))
-            outcome.conflicts.append(
-                conflict_record(
-                    between=["treatment", "safety"],
-                    semantic=0.5,
-                    risk=rule.risk,
-                    implementation=0.5,
-                    resolution=f"{what}: waits for a precondition, the next safe option goes "
-                    + ("first, and it never leads the pathway before: " if critical else "first: ")
-                    + f"{advice} ({unit.unit_id}).",
-                )
-            )
-        elif hits and effect in ("remove", "condition"):
-            # The item goes ahead with the action the rule requires.
-            status, result, required = GateStatus.PASS, GateEffect.PRECONDITION, advice
-            for index in hits:
-                description = items[index].description
-                conditions.setdefault(description, []).append(f"{advice} ({unit.unit_id})")
-            outcome.conflicts.append(
-                conflict_record(
-                    between=["treatment", "safety"],
-                    semantic=0.5,
-                    risk=rule.risk,
-                    implementation=0.5,
-                    resolution=f"Kept {what} on condition: {advice} ({unit.unit_id}).",
-                )
-            )
-        elif not hits and earlier and rule.vetoes():
-            # already withdrawn by the board for this rule
-            status, result = GateStatus.FAIL, GateEffect.REMOVED
-        elif hits and effect == "adjust":
-            for index in hits:
-                text = f"{advice}{_calculated(rule, facts, items[index], labels)} ({unit.unit_id})"
-                if text not in items[index].dose_adjustments:
-                    items[index].dose_adjustments.append(text)
-            status, result, required = GateStatus.PASS, GateEffect.DOSE, advice
-        else:
-            # A flag asks for an action (e.g. antiviral prophylaxis); nothing is withheld.
-            status, result, required = GateStatus.PASS, GateEffect.WARNING, advice
-        outcome.gates.append(
-            GateResult(
-                gate=gate,
-                status=status,
-                effect=result,
-                action=required,
-                unit=unit.unit_id,
-                applies_to=applies_to,
-                detail=f"{unit.title}: {advice}".strip(": "),
-            )
-        )
+        if finding is not None:
+            _apply(finding, state)
+    removed, demoted, held, conditions = state.removed, state.demoted, state.held, state.conditions
+    confirm, confirm_needs = state.confirm, state.confirm_needs
+    items = state.items
     _named_allergens(items, facts, removed, outcome)
     items = _without_excluded_names(
         items,
-        Excluded.of(excluded_names, excluded_modalities),
+        Excluded.of(state.excluded_names, state.excluded_modalities),
         outcome=outcome,
         removed=removed,
         held=held,
@@ -504,6 +537,12 @@ def safety_gate(
     outcome.blocked = {**demoted, **held}
     order = 0
     for component in arranged.components:
+        checks = confirm.get(component.description, {}) if component.role == "primary" else {}
+        for drugs in dict.fromkeys(drugs for _, drugs in checks):
+            # A drug whose critical precondition is not recorded is never an unconditional
+            # first step: confirming it is a step of the pathway, right before the drug.
+            order += 1
+            outcome.components.append(_confirm_step(drugs, order))
         if component.role == "primary":
             order += 1
         outcome.components.append(
@@ -517,8 +556,10 @@ def safety_gate(
         if component.role == "primary":
             outcome.confirm_needs += confirm_needs.get(component.description, [])
             outcome.confirm_first += [
-                f"Confirm before starting {drugs}: {needed}, not recorded ({'; '.join(rules)})"
-                for (needed, drugs), rules in confirm.get(component.description, {}).items()
+                f"Confirm before starting {drugs}: {needed}, "
+                + ("not recorded as done" if needed in state.actions else "not recorded")
+                + f" ({'; '.join(rules)})"
+                for (needed, drugs), rules in checks.items()
             ]
     outcome.confirm_needs = list(dict.fromkeys(outcome.confirm_needs))
     outcome.confirm_first = list(dict.fromkeys(outcome.confirm_first))
@@ -529,6 +570,27 @@ def safety_gate(
     outcome.needs_data = sorted(set(outcome.needs_data))
     outcome.flags.extend(text_flags(facts, labels))
     return outcome
+
+
+def _confirm_step(drugs: str, order: int) -> PlanComponent:
+    """The pathway step that confirms a critical precondition before the drug it concerns.
+
+    What to confirm is in the plan's ``confirm_first`` ("Confirm before starting doxorubicin:
+    LVEF, not recorded (rule)"), not in the step's own words: a plan's components name only
+    what is given, and the words of a rule ("transplant history", "no chemotherapy in the first
+    trimester") are not a recommendation."""
+    return PlanComponent(
+        role=ComponentRole.PRIMARY,
+        order=order,
+        modality=Modality.REFERRAL,
+        description=f"Before starting {drugs}: confirm the safety preconditions the record "
+        "lacks (see Conditional, above)",
+        adjunct=True,
+        rationale=[
+            "A critical safety rule about this drug could not be checked from the record: it is "
+            "confirmed before the drug is given (safety gate)."
+        ],
+    )
 
 
 def text_flags(facts: Mapping[str, Any], labels: Mapping[str, str]) -> list[Flag]:

@@ -82,6 +82,13 @@ _DONE_FACTS: dict[str, dict[str, tuple[str, str]]] = {
 }
 
 
+# Every cancer's own operation (clinical/calculators/course.py: the operation of the primary on
+# record for the disease being planned; a relapse is decided again), and a liver transplant
+# (never offered twice for the same liver).
+_PRIMARY_OPERATION_FACT = "derived.primary_operation_done"
+_OPERATIONS_FACT = "derived.operations_done"
+
+
 def modalities_done(facts: Mapping[str, object]) -> dict[str, str]:
     """modality -> what was done, for the patient whose facts these are."""
     done: dict[str, str] = {}
@@ -89,6 +96,12 @@ def modalities_done(facts: Mapping[str, object]) -> dict[str, str]:
         found = values.get(str(facts.get(fact)))
         if found is not None:
             done.setdefault(found[0], found[1])
+    primary = facts.get(_PRIMARY_OPERATION_FACT)
+    if isinstance(primary, str) and primary != "none_recorded":
+        done.setdefault("surgery", f"{primary.replace('_', ' ')} on record")
+    operations = facts.get(_OPERATIONS_FACT)
+    if isinstance(operations, list) and "liver_transplant" in operations:
+        done.setdefault("transplant", "liver transplant on record")
     return done
 
 

@@ -110,3 +110,25 @@ def test_coverage_a_cancer_without_options_covers_nothing() -> None:
     # fails closed: no map, or a map without options, covers no situation
     assert not is_covered(SARCOMATOID, None)
     assert not is_covered(SARCOMATOID, coverage_map([])["breast"])
+
+
+def test_coverage_a_step_for_present_brain_metastases_covers_them_one_for_none_does_not() -> None:
+    brain = Situation(
+        id="brain_metastases", kind="site", label="brain metastases", phrase="", source="notes"
+    )
+    none_allowed = _unit(
+        "breast.tx.no-brain",
+        "breast",
+        [{"fact": "staging.brain_metastases_count", "op": "le", "value": 0}],
+    )
+    assert not is_covered(brain, coverage_map([none_allowed])["breast"])
+    local = _unit(
+        "lung.tx.srs",
+        "lung_adenocarcinoma",
+        [{"fact": "staging.brain_metastases_count", "op": "ge", "value": 1}],
+        role="adjunct",
+        modality="radiotherapy",
+    )
+    standard = _unit("lung.tx.chemo", "lung_adenocarcinoma", [])
+    maps = coverage_map([none_allowed, local, standard])
+    assert is_covered(brain, maps["lung_adenocarcinoma"])

@@ -144,3 +144,12 @@ def test_situations_a_past_emergency_is_not_one_now_a_recent_one_is(
 def test_situations_transformed_from_an_indolent_lymphoma_in_the_histology() -> None:
     case = _case("lymphoma", "diffuse large B-cell lymphoma transformed from follicular lymphoma")
     assert "transformation" in _ids(case)
+
+
+def test_situations_brain_metastases_from_the_staging_count() -> None:
+    case = _case("breast", "invasive ductal carcinoma (NST)", staging={"brain_metastases_count": 2})
+    found = {s.id: s for s in recognise(case)}
+    assert found["brain_metastases"].source == "staging.brain_metastases_count"
+    assert "brain_metastases" not in _ids(
+        _case("breast", "invasive ductal carcinoma (NST)", staging={"brain_metastases_count": 0})
+    )

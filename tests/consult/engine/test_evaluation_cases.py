@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from consult.casefile.validate import parse_case_bytes
-from consult.evaluation import concordance_failures, plan_offline
+from consult.engine.coherence import PATHWAY_CHECKS, plan_findings
+from consult.evaluation import concordance_failures
+from tests.consult.engine.offline_plans import offline_plan
 from tests.paths import REPO
 
 CASES = sorted((REPO / "tests" / "cases").glob("*.json"))
@@ -43,7 +45,7 @@ def test_there_are_ten_cases_per_cancer() -> None:
 
 
 @pytest.mark.parametrize("path", [_case_param(p) for p in CASES])
-def test_guideline_plan_is_concordant(path: Path, bundle: Any) -> None:
+def test_guideline_plan_is_concordant(path: Path) -> None:
     # given a valid case file with expectations
     parsed = parse_case_bytes(path.read_bytes(), filename=path.name)
     assert parsed.ok, parsed.errors
@@ -51,7 +53,7 @@ def test_guideline_plan_is_concordant(path: Path, bundle: Any) -> None:
     expected = json.loads(path.read_text())["expected"]
     assert expected.get("primary_all") or expected.get("primary_none"), "no pathway expectation"
     # when the guideline engine deliberates
-    plan = plan_offline(parsed.data, bundle)
+    plan = offline_plan(path)
     # then the plan is concordant and is one pathway: a primary option, ranked alternatives
     assert concordance_failures(plan, expected) == []
     components = plan["recommendation"]["components"]
@@ -59,3 +61,10 @@ def test_guideline_plan_is_concordant(path: Path, bundle: Any) -> None:
     ranks = [c["rank"] for c in components if c["role"] == "alternative"]
     assert ranks == list(range(1, len(ranks) + 1))
     assert all(c["when"] for c in components if c["role"] == "alternative")
+    # and the pathway holds together (issue 23): no option it rules out, an intent its steps
+    # bear out, one backbone of a class, baseline steps first, every later step timed; what
+    # the engine's pathway pass could not repair is none
+    assert [f.sentence for f in plan_findings(plan, PATHWAY_CHECKS)] == []
+    assert [n["sentence"] for n in plan["coherence"] if not n["repaired"]] == []
+    primary = sorted((c for c in components if c["role"] == "primary"), key=lambda c: c["order"])
+    assert all(c["timing"] in ("before", "with", "then") for c in primary[1:])

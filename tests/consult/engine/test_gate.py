@@ -57,7 +57,7 @@ def _pregnancy_rule() -> Evidence:
 PEMETREXED = _option("Carboplatin-pemetrexed", "carboplatin", "pemetrexed")
 
 
-def test_a_routine_pretreatment_action_is_a_passed_gate_with_its_action() -> None:
+def test_a_routine_pretreatment_action_goes_with_the_item_and_is_not_a_pass() -> None:
     premedication = safety_rule(
         "x.premedication",
         agents=["pemetrexed"],
@@ -67,10 +67,78 @@ def test_a_routine_pretreatment_action_is_a_passed_gate_with_its_action() -> Non
     )
     outcome = safety_gate([PEMETREXED], [premedication])
     [gate] = outcome.gates
-    assert (gate.status, gate.effect) == ("pass", "precondition")
+    # nothing in the dossier says it was done: not a pass, the action is what it needs
+    assert (gate.status, gate.effect) == ("unknown", "precondition")
     assert gate.action == "folic acid and vitamin B12 before pemetrexed"
+    assert "not recorded" in gate.detail
     assert outcome.components[0].role == "primary"
     assert outcome.components[0].conditions  # the action goes with the item
+
+
+def _dpd_rule() -> Evidence:
+    return safety_rule(
+        "x.dpd",
+        agents=["capecitabine"],
+        severity="critical",
+        effect="condition",
+        advice="Before capecitabine: DPD testing (DPYD genotype)",
+        verified_by=["biomarkers.dpd_status"],
+    )
+
+
+CAPECITABINE = _option("Capecitabine", "capecitabine")
+
+
+def test_a_test_before_a_drug_passes_only_once_its_result_is_recorded() -> None:
+    # given the DPD status recorded, the precondition is met, with the value it read
+    done = safety_gate([CAPECITABINE], [_dpd_rule()], facts={"biomarkers.dpd_status": "normal"})
+    [gate] = done.gates
+    assert (gate.status, gate.effect) == ("pass", "precondition")
+    assert "normal" in gate.detail
+    assert done.confirm_first == []
+    # without it, the gate asks for it and the pathway must confirm it before the drug starts
+    pending = safety_gate([CAPECITABINE], [_dpd_rule()], facts={})
+    [gate] = pending.gates
+    assert (gate.status, gate.effect) == ("unknown", "precondition")
+    assert gate.needs_facts == ["biomarkers.dpd_status"]
+    assert "biomarkers.dpd_status (for x.dpd)" in pending.needs_data
+    assert "capecitabine" in " ".join(pending.confirm_first)
+    # and the pathway's first step is to confirm it, before the drug
+    first, drug = pending.components
+    assert first.description.startswith("Before starting capecitabine: confirm")
+    assert "capecitabine: dpd status, not recorded" in pending.confirm_first[0]
+    assert (first.role, first.order, drug.order) == ("primary", 1, 2)
+    assert drug.description == "Capecitabine"
+
+
+def test_a_rule_is_not_clear_because_a_list_it_reads_was_never_recorded() -> None:
+    qt = dataclasses.replace(
+        safety_rule(
+            "x.qt",
+            applies=False,
+            agents=["capecitabine"],
+            severity="major",
+            effect="condition",
+            advice="replace the QT-prolonging co-medication",
+        ),
+        content={
+            "context": {"all": [{"fact": "derived.qt_prolonging_drugs", "op": "present"}]},
+            "action": {
+                "type": "safety",
+                "gate": "qt",
+                "agents": ["capecitabine"],
+                "severity": "major",
+                "effect": "condition",
+                "advice": "replace the QT-prolonging co-medication",
+            },
+        },
+    )
+    # no medication list: the interaction cannot be excluded
+    [gate] = safety_gate([CAPECITABINE], [qt], facts={}).gates
+    assert (gate.status, gate.needs_facts) == ("unknown", ["derived.qt_prolonging_drugs"])
+    # a medication list without such a drug: checked, clear
+    [gate] = safety_gate([CAPECITABINE], [qt], facts={"derived.qt_prolonging_drugs": []}).gates
+    assert (gate.status, gate.effect) == ("pass", "clear")
 
 
 def test_a_failed_gate_demotes_the_option_and_a_lone_one_waits_visibly() -> None:
@@ -251,14 +319,18 @@ def test_an_ungrounded_component_is_not_kept_on_a_tie() -> None:
 def test_a_critical_rule_that_cannot_be_checked_makes_the_pathway_conditional() -> None:
     # given a pathway with pemetrexed and a critical pregnancy rule whose input is missing
     outcome = safety_gate([PEMETREXED, _option("Docetaxel", "docetaxel")], [_pregnancy_rule()])
-    # then the rule is unknown (not a pass), the pathway says what to confirm before it starts,
-    # and the missing fact is the first data request
+    # then the rule is unknown (not a pass), the pathway's first step confirms what it needs,
+    # the drug comes next, and the missing fact is the first data request
     assert _statuses(outcome) == {"x.ci.pregnancy": ("unknown", "needs_data")}
-    first = outcome.components[0]
-    assert first.description == "Carboplatin-pemetrexed"
-    assert first.role == "primary"
-    assert outcome.confirm_first
-    assert "pemetrexed" in outcome.confirm_first[0]
+    check, first = outcome.components[:2]
+    assert (check.role, check.order) == ("primary", 1)
+    assert check.description.startswith("Before starting pemetrexed: confirm the safety")
+    assert (first.description, first.role, first.order) == ("Carboplatin-pemetrexed", "primary", 2)
+    assert outcome.option is first  # the confirmation is a step, not the treatment
+    assert outcome.confirm_first == [
+        "Confirm before starting pemetrexed: pregnant, not recorded "
+        "(x.ci.pregnancy (x.ci.pregnancy))"
+    ]
     assert outcome.confirm_needs == ["patient.pregnant (for x.ci.pregnancy)"]
 
 
@@ -313,9 +385,13 @@ def test_a_check_about_a_state_the_patient_is_known_not_to_be_in_is_not_shown() 
     rule = _breastfeeding_rule()
     hidden = safety_gate([PEMETREXED], [rule], facts={"patient.breastfeeding": False})
     assert hidden.gates == []
-    # unknown breastfeeding: the clear result still shows what was checked
+    # breastfeeding not recorded: never a pass, the gate asks for it
     shown = safety_gate([PEMETREXED], [rule], facts={"patient.breastfeeding": None})
-    assert _statuses(shown) == {"x.breastfeeding": ("pass", "clear")}
+    assert _statuses(shown) == {"x.breastfeeding": ("unknown", "needs_data")}
+    assert shown.gates[0].needs_facts == ["patient.breastfeeding"]
+    # recorded as not breastfeeding in a form the state check does not hide: a pass
+    seen = safety_gate([PEMETREXED], [rule], facts={"patient.breastfeeding": "no"})
+    assert _statuses(seen) == {"x.breastfeeding": ("pass", "clear")}
 
 
 def test_a_clear_check_about_an_item_the_plan_no_longer_holds_is_not_shown() -> None:
