@@ -24,8 +24,9 @@ PENDING = {
     "safety-18": "line of therapy: a relapse 16 months after chemoradiation and consolidation "
     "durvalumab is a first metastatic line (FORMAT.md section 4: consolidation is no palliative "
     "line), so a platinum doublet, not docetaxel (course of disease, issue 23)",
-    "safety-20": "line of therapy: a relapse 20 months after adjuvant atezolizumab is a first "
-    "metastatic line, so a platinum doublet, not docetaxel (course of disease, issue 23)",
+    "safety-11": "abstention (issue 30): a variceal bleed six weeks ago, already banded, is "
+    "recognised as an active haemorrhage emergency, so the plan abstains with resuscitation "
+    "steps instead of treating the HCC without bevacizumab",
     "safety-44": "text reader: ondansetron in 'QTc 520 ms in 2024 while hypokalaemic on "
     "ondansetron; both corrected' is read as a current QT-prolonging drug (the ConText scope of "
     "'in 2024' ends at 'while'), so ribociclib is withheld",
