@@ -96,6 +96,7 @@ from clinical.calculators.response import (
     response_criteria_used,
     response_oligoprogression,
 )
+from clinical.calculators.safety_history import bleeding_within_6_months, prior_irae_severity
 from clinical.calculators.situations import situations
 from clinical.calculators.tnm import breast_tnm_stage, lung_tnm_stage
 from clinical.calculators.transplant import (
@@ -167,6 +168,8 @@ PATIENT: Final[dict[str, Calculator]] = {
     "progression_on_imaging": progression_on_imaging,
     "response_oligoprogression": response_oligoprogression,
     "continues_current_line": continues_current_line_fact,
+    "prior_irae_severity": prior_irae_severity,
+    "bleeding_within_6_months": bleeding_within_6_months,
     # The course of the disease in time (clinical/calculators/course.py, issue 23).
     "months_since_last_treatment": months_since_last_treatment,
     "months_since_platinum": months_since_platinum,

@@ -9,12 +9,14 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from clinical.safety_matrix import coverage
 from clinical.text.evaluation import evaluate, load_examples, report
 from consult.evaluation import abstains, concordance_failures
 from consult.models import ConsultationStatus
 from consult.services.batch import case_run
 from consult.services.consultations import ConsultationError
 from consult.services.dossiers import DossierError
+from knowledge.management.commands.safety_matrix import seed_bundle
 
 PUBLIC_CASES = Path(settings.BASE_DIR).parent / "shared" / "cases" / "public"
 OWN_CASES = Path(settings.BASE_DIR) / "tests" / "cases"
@@ -62,6 +64,7 @@ class Command(BaseCommand):
             + (f": {', '.join(self.answered_uncovered)}" if self.answered_uncovered else "")
         )
         self._text_reader()
+        self._safety_matrix()
         if good != count:
             raise CommandError("not every case is concordant")
 
@@ -76,6 +79,13 @@ class Command(BaseCommand):
             self.stdout.write(f"\nClinical text reader, {label} ({len(examples)} sentences)")
             for line in report(evaluate(examples)):
                 self.stdout.write(line)
+
+    def _safety_matrix(self) -> None:
+        """Coverage of the drug-safety matrix (docs/safety-matrix.md): seed drugs with their
+        rows, and drug x precondition rows with an enforcing rule."""
+        self.stdout.write("")
+        for line in coverage(seed_bundle()).summary():
+            self.stdout.write(line)
 
     def _case(self, path: Path, engine: str) -> bool:
         raw = path.read_bytes()

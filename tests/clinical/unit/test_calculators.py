@@ -1182,6 +1182,8 @@ COMMON_FACTS = {
     "progression_on_imaging",
     "response_oligoprogression",
     "continues_current_line",
+    "prior_irae_severity",
+    "bleeding_within_6_months",
     "situations",
     # the course of the disease in time (issue 23)
     "months_since_last_treatment",
