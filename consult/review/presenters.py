@@ -16,13 +16,13 @@ from typing import Any
 
 from django.urls import reverse
 
-from clinical.vocab import PHASE_LABELS, RELEVANT_STAGING, STAGING_LABELS
+from clinical.vocab import MODALITY_LABELS, PHASE_LABELS, RELEVANT_STAGING, STAGING_LABELS
 from consult.casefile.fields import get_field
+from consult.engine.answer import plan_answer
+from consult.engine.guideline import relevant_staging
+from consult.labels import clinical_text, fact_label, fact_labels
 
 __all__ = ["clinical_text", "plan_diff", "recommendation_view"]
-from clinical.vocab import MODALITY_LABELS
-from consult.engine.guideline import relevant_staging
-from consult.labels import clinical_text, fact_label
 
 # Words, never colour alone: the symbol and the word both say the result.
 GATE_STATUS = {
@@ -108,11 +108,31 @@ class EvidenceRef:
     grade: str
     version: str
     title: str = ""
+    # The source as a citation opens with it, and the unit's paraphrase of it (when the
+    # cited version is in the knowledge base).
+    organisation: str = ""
+    guideline: str = ""
+    source_version: str = ""
+    year: int | None = None
+    source_url: str = ""
+    paraphrase: str = ""
 
     @property
     def name(self) -> str:
         """What the evidence is called on the page: the unit's title, else its source."""
         return self.title or self.source or "Knowledge-base unit"
+
+    @property
+    def citation(self) -> str:
+        """ "EASL, Clinical Practice Guidelines on HCC, 2025 (version 2025), §4.2": the source
+        (organisation, guideline, version, section) a paraphrase opens with."""
+        if not self.organisation:
+            return ", ".join(p for p in (self.source, self.anchor) if p)
+        edition = self.source_version
+        if self.year and str(self.year) not in edition:
+            edition = f"{edition} ({self.year})" if edition else str(self.year)
+        parts = [self.organisation, self.guideline, edition, self.anchor]
+        return ", ".join(p for p in parts if p)
 
 
 @dataclass
@@ -145,6 +165,8 @@ class Gate:
     extra: list[tuple[str, str]]
     effect: str = ""
     action: str = ""
+    # The rule does not concern this patient (checked, and it does not apply).
+    not_applicable: bool = False
 
 
 @dataclass
@@ -173,6 +195,32 @@ class Recommendation:
     evidence: list[EvidenceRef]
     engine: str
     rounds: Any
+    # The answer first: at most three sentences in the question's own terms.
+    sentences: list[str] = field(default_factory=list)
+
+    @property
+    def gates_to_read(self) -> list[Gate]:
+        """What failed or could not be checked: shown in full."""
+        return [g for g in self.gates if g.status != "pass"]
+
+    @property
+    def gates_passed(self) -> list[Gate]:
+        """Rules that applied to this patient and passed: one collapsed line."""
+        return [g for g in self.gates if g.status == "pass" and not g.not_applicable]
+
+    @property
+    def gates_not_applicable(self) -> list[Gate]:
+        """Rules that do not apply to this patient: behind a toggle."""
+        return [g for g in self.gates if g.status == "pass" and g.not_applicable]
+
+    @property
+    def monitoring_rows(self) -> list[tuple[Phase, int, dict[str, str]]]:
+        """The monitoring table: (phase, rows of the phase for its first row else 0, row)."""
+        out = []
+        for phase in self.monitoring:
+            for n, row in enumerate(phase.rows):
+                out.append((phase, len(phase.rows) if n == 0 else 0, row))
+        return out
 
     @property
     def gate_summary(self) -> str:
@@ -186,12 +234,16 @@ class Recommendation:
 
 
 def _evidence(
-    doc: Mapping[str, Any], version_ids: Mapping[str, int], titles: Mapping[str, str]
+    doc: Mapping[str, Any],
+    version_ids: Mapping[str, int],
+    titles: Mapping[str, str],
+    details: Mapping[str, Any],
 ) -> dict[str, EvidenceRef]:
     refs = {}
     for e in doc.get("evidence") or []:
         unit_id = str(e.get("unit_id") or "")
         pk = version_ids.get(unit_id)
+        cited = details.get(unit_id)
         refs[unit_id] = EvidenceRef(
             unit_id=unit_id,
             url=reverse("knowledge:evidence", kwargs={"version_id": pk}) if pk else "",
@@ -199,7 +251,13 @@ def _evidence(
             anchor=str(e.get("anchor") or ""),
             grade=str(e.get("grade") or ""),
             version=str(e.get("version") or ""),
-            title=str(titles.get(unit_id) or ""),
+            title=str(titles.get(unit_id) or getattr(cited, "title", "") or ""),
+            organisation=str(getattr(cited, "organisation", "") or ""),
+            guideline=str(getattr(cited, "guideline", "") or ""),
+            source_version=str(getattr(cited, "source_version", "") or ""),
+            year=getattr(cited, "year", None),
+            source_url=str(getattr(cited, "url", "") or ""),
+            paraphrase=clinical_text(getattr(cited, "text", "") or ""),
         )
     return refs
 
@@ -299,6 +357,7 @@ def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]
         effect=words,
         # The action is often the detail itself; say it once.
         action=action if action and action not in detail else "",
+        not_applicable=effect == "clear",
     )
 
 
@@ -310,9 +369,12 @@ def recommendation_view(
     derived: Mapping[str, Any],
     version_ids: Mapping[str, int],
     titles: Mapping[str, str] | None = None,
+    details: Mapping[str, Any] | None = None,
 ) -> Recommendation:
+    """``details``: unit id -> the cited version with its source
+    (``selectors.evidence_details``), for citations that open with their source."""
     recommendation = doc.get("recommendation") or {}
-    evidence = _evidence(doc, version_ids, titles or {})
+    evidence = _evidence(doc, version_ids, titles or {}, details or {})
     components = recommendation.get("components") or []
     pathway = sorted(
         (_item(c, evidence) for c in components if (c.get("role") or "primary") == "primary"),
@@ -360,6 +422,7 @@ def recommendation_view(
     needs = [(link, "; ".join(reasons)) for link, reasons in wanted.values()]
     question = str(recommendation.get("question") or (case or {}).get("question") or "")
     staging = doc.get("staging") or {}
+    answer = plan_answer(doc, question=question, labels=fact_labels())
     return Recommendation(
         question=question,
         answer=clinical_text(_answer(str(recommendation.get("summary") or ""), question)),
@@ -394,6 +457,7 @@ def recommendation_view(
         evidence=list(evidence.values()),
         engine=str(doc.get("engine") or ""),
         rounds=doc.get("rounds"),
+        sentences=[clinical_text(s) for s in answer.sentences],
     )
 
 

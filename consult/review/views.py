@@ -54,13 +54,15 @@ def _plan_page(
     case = consultation.snapshot.data
     refs = [e for v in state.versions for e in v.payload.get("evidence") or []]
     version_ids = selectors.evidence_version_ids(refs=refs)
+    details = selectors.evidence_details(version_ids=version_ids)
     view = recommendation_view(
         version.payload,
         case=case,
         dossier_id=consultation.dossier_id,
         derived=derive_all(case),
         version_ids=version_ids,
-        titles=selectors.evidence_titles(version_ids=version_ids),
+        titles={unit: cited.title for unit, cited in details.items()},
+        details=details,
     )
     base = state.version(version.based_on) if version.based_on else None
 
