@@ -162,7 +162,8 @@ def test_gates_that_passed_fold_into_one_line_and_rules_that_do_not_apply_hide(
     gates = consultation.plan.payload["safety"]["gates"]
     passed = [g for g in gates if g["status"] == "pass" and g.get("effect") != "clear"]
     clear = [g for g in gates if g["status"] == "pass" and g.get("effect") == "clear"]
-    assert passed and clear
+    assert passed
+    assert clear
     # then failed and unknown gates are open; passed ones fold behind one counted line
     shown = html[html.index('id="gates-to-read"') : html.index('id="gates-passed"')]
     assert shown.count('class="gate gate--') == len(gates) - len(passed) - len(clear)
