@@ -5,11 +5,12 @@ the members' prose with such names (and knowledge-base unit ids) rewritten as cl
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cache
 from types import MappingProxyType
 from typing import Any
 
+from clinical import lexicon
 from clinical.vocab import PHASE_LABELS, ROLE_LABELS, STAGING_LABELS
 from consult.casefile.fields import FIELDS
 
@@ -168,3 +169,22 @@ def clinical_text(text: Any) -> str:
     out = re.sub(r"(?<!\.)\.\.(?!\.)", ".", out)  # "first. (unit)." leaves one full stop
     out = re.sub(r"[ \t]{2,}", " ", out)
     return re.sub(r" \.(?!\.)", ".", out).strip()
+
+
+# --- per-cancer content --------------------------------------------------------------------------
+def dose_fact_drug(name: str) -> str:
+    """The drug a derived dose fact is about ("carboplatin_auc5_mg" -> "carboplatin"), or ""
+    for a fact that is not about one drug."""
+    drug = name.removeprefix("derived.").split("_", 1)[0]
+    return drug if drug in lexicon.DRUGS else ""
+
+
+def dose_fact_concerns(name: str, drugs: Iterable[str]) -> bool:
+    """Whether a derived fact belongs on a page about these drugs: a dose fact only when one
+    of them is its drug or of its drug's kind (the anthracycline dose for epirubicin), so a
+    liver plan shows no carboplatin dose; every other fact always."""
+    drug = dose_fact_drug(name)
+    if not drug:
+        return True
+    kinds = lexicon.classes_of(drug) - {"chemotherapy"}
+    return any(d == drug or kinds & lexicon.classes_of(d) for d in drugs)

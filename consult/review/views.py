@@ -378,9 +378,13 @@ def review_reopen(request: AuthedRequest, pk: int) -> HttpResponse:
 def report_request(request: AuthedRequest, pk: int) -> HttpResponse:
     consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
     form = ReportForm(request.POST)
-    paper = form.cleaned_data["paper"] if form.is_valid() else ""
+    valid = form.is_valid()
+    paper = form.cleaned_data["paper"] if valid else ""
+    appendix = form.cleaned_data["appendix"] if valid else []
     try:
-        services.report_request(actor=request.user, consultation=consultation, paper=paper)
+        services.report_request(
+            actor=request.user, consultation=consultation, paper=paper, appendix=appendix
+        )
     except services.ReviewError as exc:
         _errors(request, exc)
         return _back(pk, "reports")
