@@ -135,6 +135,21 @@ def _enum_labels() -> Mapping[str, str]:
     )
 
 
+@cache
+def choice_labels() -> Mapping[str, str]:
+    """Every enumerated case value as the dossier form labels it ("exon19del" -> "exon 19
+    deletion"), lower-cased unless it starts with an abbreviation: for coded values shown
+    whole, as the facts that made a plan item apply."""
+    return MappingProxyType(
+        {
+            value: label.lower() if label[:1].isupper() and not label[1:2].isupper() else label
+            for f in FIELDS
+            for value, label in f.choices
+            if value
+        }
+    )
+
+
 def _word(match: re.Match[str]) -> str:
     key = match.group(0)
     return (

@@ -274,7 +274,9 @@ _DEFINING = re.compile(
 _SAYS_NOTHING = {"no", "none", "none_recorded", "false", "not recorded"}
 
 
-def _rationale(c: Mapping[str, Any], limit: int = 2) -> list[str]:
+def _rationale(
+    c: Mapping[str, Any], limit: int = 2, values: Mapping[str, str] | None = None
+) -> list[str]:
     """ "BCLC stage: C ✓" -> "BCLC stage C": the defining facts that made the item apply
     (stage, subtype, driver) before the others; absences ("Breast operation done: none")
     say nothing in an answer."""
@@ -288,6 +290,7 @@ def _rationale(c: Mapping[str, Any], limit: int = 2) -> list[str]:
             continue
         if value.strip().casefold() in _SAYS_NOTHING or label.casefold() == "line of therapy":
             continue
+        value = (values or {}).get(value.strip(), value.strip())
         (defining if _DEFINING.search(label) else other).append(f"{label} {value}".strip())
     return (defining + other)[:limit]
 
@@ -473,11 +476,17 @@ def _not_advised_sentence(plan: Mapping[str, Any]) -> str:
 
 
 def plan_answer(
-    plan: Mapping[str, Any], *, question: str = "", labels: Mapping[str, str] | None = None
+    plan: Mapping[str, Any],
+    *,
+    question: str = "",
+    labels: Mapping[str, str] | None = None,
+    values: Mapping[str, str] | None = None,
 ) -> Answer:
     """At most three sentences that answer the question: (1) what is and is not advised of
     the options it names, with the reason; (2) the recommended option with its precondition;
-    (3) what would change it. A plan that abstains says so first, with what it needs."""
+    (3) what would change it. A plan that abstains says so first, with what it needs.
+    ``labels``: facts by their clinical names; ``values``: coded values in words
+    ("exon19del" -> "exon 19 deletion")."""
     labels = labels or {}
     recommendation = plan.get("recommendation") or {}
     question = question or str(recommendation.get("question") or "")
@@ -506,7 +515,7 @@ def plan_answer(
     main = options[0]
     advised = [v for v in found if v.status == "advised"]
     intent = str(recommendation.get("intent") or "")
-    bracket = "; ".join(p for p in (intent, *_rationale(main)) if p)
+    bracket = "; ".join(p for p in (intent, *_rationale(main, values=values)) if p)
     precondition = _precondition(plan, main)
     name = short_name(main)
     if advised:

@@ -20,7 +20,7 @@ from clinical.vocab import MODALITY_LABELS, PHASE_LABELS, RELEVANT_STAGING, STAG
 from consult.casefile.fields import get_field
 from consult.engine.answer import plan_answer
 from consult.engine.guideline import relevant_staging
-from consult.labels import clinical_text, fact_label, fact_labels
+from consult.labels import choice_labels, clinical_text, fact_label, fact_labels
 
 __all__ = ["clinical_text", "plan_diff", "recommendation_view"]
 
@@ -303,6 +303,14 @@ def _answer(summary: str, question: str) -> str:
     return summary
 
 
+# "cannot be checked for systemic": the engine names a plan item by its modality key.
+_FOR_MODALITY = re.compile(r"\b(for|before|of) (" + "|".join(MODALITY_LABELS) + r")\b(?! therapy)")
+
+
+def _modality_words(text: str) -> str:
+    return _FOR_MODALITY.sub(lambda m: f"{m[1]} {MODALITY_LABELS[m[2]].lower()}", text)
+
+
 def gate_title(raw: Mapping[str, Any]) -> tuple[str, str]:
     """A gate's clinical name and the rest of its detail. The gate's own label if it has one;
     else the rule's title, which the engine writes before the detail's first colon; the
@@ -340,6 +348,7 @@ def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]
         shown = "; ".join(str(v) for v in value) if isinstance(value, list) else str(value)
         extra.append((humanise_key(key), clinical_text(shown)))
     name, detail = gate_title(raw)
+    detail = _modality_words(detail)
     effect = str(raw.get("effect") or "")
     words = EFFECT_WORDS.get(effect, clinical_text(effect))
     if effect in _SAID_BY_DETAIL and _SAID_BY_DETAIL[effect] in detail.lower():
@@ -422,7 +431,7 @@ def recommendation_view(
     needs = [(link, "; ".join(reasons)) for link, reasons in wanted.values()]
     question = str(recommendation.get("question") or (case or {}).get("question") or "")
     staging = doc.get("staging") or {}
-    answer = plan_answer(doc, question=question, labels=fact_labels())
+    answer = plan_answer(doc, question=question, labels=fact_labels(), values=choice_labels())
     return Recommendation(
         question=question,
         answer=clinical_text(_answer(str(recommendation.get("summary") or ""), question)),
