@@ -169,6 +169,41 @@ class PlanComponent(_Model):
         return self
 
 
+class AbstentionSituation(_Model):
+    """A situation recognised in the case, with the phrase it was read from and whether the
+    knowledge base covers it."""
+
+    id: Annotated[str, _text(80)] = ""
+    kind: Annotated[str, _text(40)] = ""
+    label: Annotated[str, _text(200)] = ""
+    phrase: Annotated[str, _text(600)] = ""
+    source: Annotated[str, _text(80)] = ""  # the case-file field
+    where: Annotated[str, _text(80)] = ""  # the same, in words ("the notes")
+    covered: bool = False
+
+
+class AbstentionItem(_Model):
+    """A step or a question of an abstention, with the knowledge unit that states it."""
+
+    text: Annotated[str, _text(600)] = ""
+    unit: Annotated[str, _text(80)] = ""
+
+
+class Abstention(_Model):
+    """Why the plan abstains (the case is outside the knowledge base, or two readings of it
+    point to different situations) and what it offers instead of a pathway: the immediate
+    steps that are safe whatever the final plan, what the board must decide, whom it involves,
+    and the knowledge base's nearest standard pathway, named as not recommended here."""
+
+    reason: Annotated[str, _text(2000)] = ""
+    emergency: bool = False
+    situations: list[AbstentionSituation] = Field(default_factory=list)
+    immediate_steps: list[AbstentionItem] = Field(default_factory=list)
+    board_decides: list[AbstentionItem] = Field(default_factory=list)
+    specialists: list[str] = Field(default_factory=list)
+    nearest_pathway: list[str] = Field(default_factory=list)
+
+
 class Recommendation(_Model):
     summary: Annotated[str, _text(4000)] = ""
     intent: Intent | None = None
@@ -178,6 +213,8 @@ class Recommendation(_Model):
     # pathway is conditional on confirming them first ("Confirm before starting doxorubicin:
     # LVEF, not recorded"). Kept out of the components, which name only what is given.
     confirm_first: list[str] = Field(default_factory=list)
+    # Set when ``intent`` is "abstain": the case is outside what the knowledge base models.
+    abstention: Abstention | None = None
 
     @model_validator(mode="after")
     def _numbered(self) -> Recommendation:

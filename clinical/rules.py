@@ -167,6 +167,11 @@ class TherapyAction(_Strict):
     dose_adjustments: tuple[Annotated[str, Field(min_length=3, max_length=300)], ...] = ()
     interchangeable: tuple[tuple[str, ...], ...] = ()
     option: Annotated[str, Field(max_length=80)] = ""
+    # A step written for a special situation (an emergency, a variant histology, a newer
+    # biopsy; context on ``derived.situations``): what the board must decide and whom it
+    # involves, shown when the plan abstains (consult/engine/abstention.py).
+    board_decides: tuple[Annotated[str, Field(min_length=3, max_length=300)], ...] = ()
+    specialists: tuple[Annotated[str, Field(min_length=3, max_length=120)], ...] = ()
 
     @model_validator(mode="after")
     def _with_modalities_for_adjuncts(self) -> TherapyAction:

@@ -136,6 +136,9 @@ class Intent(StrEnum):
     CURATIVE = "curative"
     PALLIATIVE = "palliative"
     SURVEILLANCE = "surveillance"
+    # The case is outside what the knowledge base models (recommendation.abstention says
+    # why): the plan gives immediate safe steps and the board's questions, not a pathway.
+    ABSTAIN = "abstain"
 
 
 class UnitIntent(StrEnum):

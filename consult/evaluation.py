@@ -43,7 +43,25 @@ def concordance_failures(plan: Mapping[str, Any], expected: Mapping[str, Any]) -
     for group in expected.get("monitoring_any") or []:
         if not any(term.casefold() in monitoring for term in group):
             failures.append(f"monitoring lacks any of {group}")
-    return failures + primary_failures(plan, expected)
+    return failures + primary_failures(plan, expected) + abstention_failures(plan, expected)
+
+
+def abstains(plan: Mapping[str, Any]) -> bool:
+    """Whether the plan abstains because the case is outside the knowledge base."""
+    return (plan.get("recommendation") or {}).get("intent") == "abstain"
+
+
+def abstention_failures(plan: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
+    """``abstain`` (our own cases' key, docs/coverage.md): true when the case is outside the
+    knowledge base and the plan must say so first, false for a covered look-alike."""
+    if "abstain" not in expected:
+        return []
+    wanted = bool(expected["abstain"])
+    if abstains(plan) == wanted:
+        return []
+    if wanted:
+        return ["the plan does not abstain on a situation outside the knowledge base"]
+    return ["the plan abstains on a situation the knowledge base covers"]
 
 
 # --- offline evaluation: the seed bundle, the guideline engine, no database ----------------------

@@ -24,7 +24,8 @@ from pydantic import ValidationError
 
 from clinical import lexicon
 from clinical.applicability import Truth, case_facts, context_applies
-from clinical.rules import Context, SafetyAction, UnitSpec
+from clinical.coverage import CancerCoverage, UnitRef, coverage_map
+from clinical.rules import Bundle, Context, SafetyAction, UnitSpec, unit_content
 from clinical.vocab import SAFETY_KINDS, UnitKind
 from knowledge.embeddings import get_provider
 from knowledge.models import (
@@ -554,3 +555,33 @@ def published_by_unit(*, unit_ids: Iterable[int]) -> dict[int, UnitVersion]:
         unit_id__in=list(unit_ids), status=VersionStatus.PUBLISHED
     ).select_related("unit")
     return {v.unit_id: v for v in rows}
+
+
+# --- coverage map ------------------------------------------------------------------------------
+
+
+def coverage_published() -> dict[str, CancerCoverage]:
+    """The coverage map of the published knowledge base (the curator's page): per cancer, what
+    its therapy options model and which situations only have immediate steps."""
+    return coverage_map(
+        UnitRef(
+            key=version.unit.key,
+            cancer_type=version.unit.cancer_type,
+            kind=version.unit.kind,
+            content=version.content,
+        )
+        for version in published_versions().filter(unit__kind=UnitKind.THERAPY_STEP)
+    )
+
+
+def coverage_of_bundle(bundle: Bundle) -> dict[str, CancerCoverage]:
+    """The coverage map of a bundle (the seed: docs/coverage.md)."""
+    return coverage_map(
+        UnitRef(
+            key=unit.key,
+            cancer_type=unit.cancer_type.value,
+            kind=unit.kind.value,
+            content=unit_content(unit),
+        )
+        for unit in bundle.units
+    )

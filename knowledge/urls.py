@@ -50,6 +50,7 @@ urlpatterns = [
     path("bundle/mdtboard-kb.json", views.bundle_export_json, name="bundle-export-json"),
     path("bundle/mdtboard-kb.yaml", views.bundle_export_yaml, name="bundle-export-yaml"),
     path("diagnostics/", views.diagnostics, name="diagnostics"),
+    path("coverage/", views.coverage, name="coverage"),
     path("ingest/", views.ingest, name="ingest"),
     path("ingest/draft/", views.ingest_draft, name="ingest-draft"),
 ]

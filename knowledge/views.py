@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from clinical.coverage import coverage_tables
 from clinical.vocab import STAGING_LABELS
 from knowledge.cases import case_source
 from knowledge.embeddings import EmbeddingError
@@ -51,6 +52,7 @@ from knowledge.selectors import (
     approval_request_get,
     approval_requests_pending,
     arbitrate,
+    coverage_published,
     newest_published_number,
     published_by_unit,
     safety_change_of,
@@ -729,6 +731,19 @@ def bundle_export_yaml(request: AuthedRequest) -> HttpResponse:
     document = bundle_export()
     body = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
     return _download(body, "application/yaml", "mdtboard-kb.yaml")
+
+
+# --- coverage map ---------------------------------------------------------------------------
+
+
+@require_GET
+@role_required(*CURATORS)
+def coverage(request: AuthedRequest) -> HttpResponse:
+    """What the published knowledge base has a pathway for, per cancer, and the situations
+    where a plan abstains (docs/coverage.md is the same map of the seed)."""
+    return render(
+        request, "knowledge/coverage.html", {"cancers": coverage_tables(coverage_published())}
+    )
 
 
 # --- retrieval diagnostics ----------------------------------------------------------------

@@ -3,6 +3,14 @@ and loaded here; a test imports helpers from there, never from another test modu
 
 from __future__ import annotations
 
+from hypothesis import HealthCheck, settings
+
+# Property tests assert what inputs do, never how fast a loaded machine generates them: CI and
+# the developer loop share two cores with workers and browsers, where Hypothesis's own timing
+# checks (too_slow, the per-example deadline) fail tests that are otherwise green.
+settings.register_profile("mdtboard", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("mdtboard")
+
 pytest_plugins = [
     "tests.fixtures.isolation",
     "tests.fixtures.markers",

@@ -73,6 +73,7 @@ from clinical.calculators.renal import (
     crcl_cockcroft_gault,
     egfr_ckd_epi_2021,
 )
+from clinical.calculators.situations import situations
 from clinical.calculators.tnm import breast_tnm_stage, lung_tnm_stage
 from clinical.calculators.transplant import (
     tumour_burden_score,
@@ -136,6 +137,9 @@ PATIENT: Final[dict[str, Calculator]] = {
     "intolerant_of": intolerant_of,
     "allergy_classes": allergy_classes,
     "allergies_unmapped": allergies_unmapped,
+    # The case's situation (variant histology, site, emergency, newer biopsy): the units
+    # written for one name its id; the abstention reads it against the coverage map.
+    "situations": situations,
 }
 
 _COMMON: Final[dict[str, Calculator]] = {**RENAL, **PATIENT}

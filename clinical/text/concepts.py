@@ -12,6 +12,7 @@ from typing import Any, Final
 import yaml
 
 CONCEPTS_PATH: Final = Path(__file__).with_name("concepts.yaml")
+SITUATIONS_PATH: Final = Path(__file__).with_name("situations.yaml")
 
 HISTORICAL_MODES: Final = frozenset({"keep", "history", "event", "drop"})
 CONTEXT_CATEGORIES: Final = frozenset(
@@ -147,13 +148,39 @@ def _concept(
 @cache
 def dictionary() -> Dictionary:
     """The concept dictionary, loaded once."""
-    raw = yaml.safe_load(CONCEPTS_PATH.read_text(encoding="utf-8"))
+    return load_dictionary(CONCEPTS_PATH)
+
+
+@cache
+def situation_dictionary() -> Dictionary:
+    """The situation dictionary (situations.yaml), with the ConText cues, section headers and
+    synonyms of the concept dictionary: one reading of negation and history for both."""
+    return load_dictionary(SITUATIONS_PATH, base=dictionary())
+
+
+def load_dictionary(path: Path, *, base: Dictionary | None = None) -> Dictionary:
+    """A dictionary file; what it does not define (ConText rules, sections, value orders,
+    synonyms) comes from ``base``."""
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if base is not None:
+        raw.setdefault("context", None)
+        raw.setdefault("sections", None)
     families = {str(k): str(v) for k, v in raw["families"].items()}
     sources = {str(k): str(v) for k, v in raw["sources"].items()}
     concepts = tuple(_concept(c, families, sources) for c in raw["concepts"])
     ids = [c.id for c in concepts]
     if len(ids) != len(set(ids)):
         raise DictionaryError("duplicate concept ids")
+    if base is not None and raw["context"] is None:
+        return Dictionary(
+            families=families,
+            sources=sources,
+            concepts=concepts,
+            context=base.context,
+            sections=base.sections,
+            severity=base.severity,
+            synonyms=base.synonyms,
+        )
     context = []
     for rule in raw["context"]:
         spec = ContextRuleSpec(

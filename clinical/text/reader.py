@@ -206,27 +206,31 @@ def _build(d: Dictionary) -> Any:
     return nlp
 
 
-def pipeline() -> Any:
-    """The spaCy pipeline, built once per process (thread-safe)."""
+def pipeline(vocabulary: Dictionary | None = None) -> Any:
+    """The spaCy pipeline of a dictionary (the concept dictionary by default), built once per
+    process (thread-safe)."""
+    d = vocabulary or dictionary()
+    key = "nlp" if vocabulary is None else f"nlp:{id(d)}"
     with _LOCK:
-        if "nlp" not in _PIPELINE:
-            _PIPELINE["nlp"] = _build(dictionary())
-        return _PIPELINE["nlp"]
+        if key not in _PIPELINE:
+            _PIPELINE[key] = _build(d)
+        return _PIPELINE[key]
 
 
 # --- reading ----------------------------------------------------------------------------------
 
 
-def _any_concept() -> re.Pattern[str]:
-    if "any" not in _PIPELINE:
-        joined = "|".join(f"(?:{p})" for c in dictionary().concepts for p in c.patterns)
-        _PIPELINE["any"] = re.compile(joined, re.IGNORECASE)
-    pattern: re.Pattern[str] = _PIPELINE["any"]
+def _any_concept(d: Dictionary) -> re.Pattern[str]:
+    key = f"any:{id(d)}"
+    if key not in _PIPELINE:
+        joined = "|".join(f"(?:{p})" for c in d.concepts for p in c.patterns)
+        _PIPELINE[key] = re.compile(joined, re.IGNORECASE)
+    pattern: re.Pattern[str] = _PIPELINE[key]
     return pattern
 
 
-def _worth_reading(sentence: str) -> bool:
-    return ":" in sentence or _any_concept().search(sentence) is not None
+def _worth_reading(sentence: str, d: Dictionary) -> bool:
+    return ":" in sentence or _any_concept(d).search(sentence) is not None
 
 
 def _assertion(span: Any, section: str | None) -> str:
@@ -284,13 +288,20 @@ def _facts_of(concept: Concept, assertion: str, mention: Mention) -> Facts:
     return facts
 
 
-def read_text(text: str, *, source: str = "", as_of: date | None = None) -> list[Finding]:
-    """Every concept mention in ``text``, with its assertion, sentence and the facts it sets.
+def read_text(
+    text: str,
+    *,
+    source: str = "",
+    as_of: date | None = None,
+    vocabulary: Dictionary | None = None,
+) -> list[Finding]:
+    """Every concept mention in ``text``, with its assertion, sentence and the facts it sets
+    (``vocabulary``: another dictionary than the concept dictionary, e.g. the situations).
     Linear in the length of ``text``."""
     if not text or not text.strip():
         return []
-    d = dictionary()
-    nlp = pipeline()
+    d = vocabulary or dictionary()
+    nlp = pipeline(vocabulary)
     spans = sentences(text)
     findings: list[Finding] = []
     section: str | None = None
@@ -299,7 +310,7 @@ def read_text(text: str, *, source: str = "", as_of: date | None = None) -> list
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # medspaCy warns about overlapping spans it skips
         # Only a sentence that may hold a concept or a section header goes through spaCy.
-        candidates = [(b, e) for b, e in spans if _worth_reading(text[b:e])]
+        candidates = [(b, e) for b, e in spans if _worth_reading(text[b:e], d)]
         docs = dict(zip(candidates, nlp.pipe(text[b:e] for b, e in candidates), strict=True))
         for s_start, s_end in spans:
             # A section runs from its header to the end of the header's line, or, for a header

@@ -382,9 +382,15 @@ def _abstains(plan: Mapping[str, Any]) -> bool:
     return bool(plan.get("abstain")) or str(recommendation.get("intent") or "") == "abstain"
 
 
+def _abstention(plan: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The plan's account of why it abstains (``recommendation.abstention``), if any."""
+    found = (plan.get("recommendation") or {}).get("abstention")
+    return found if isinstance(found, Mapping) else {}
+
+
 def _abstain_reason(plan: Mapping[str, Any]) -> str:
     recommendation = plan.get("recommendation") or {}
-    for source in (recommendation, plan.get("abstention") or {}, plan):
+    for source in (_abstention(plan), recommendation, plan.get("abstention") or {}, plan):
         for key in ("abstain_reason", "reason"):
             if isinstance(source, Mapping) and source.get(key):
                 return _clause(str(source[key]), 30)
@@ -497,13 +503,25 @@ def plan_answer(
     sentences: list[str] = []
     verdict = _verdict_sentence(found)
     if _abstains(plan) or not options:
-        reason = _abstain_reason(plan)
+        reason = _abstain_reason(plan).rstrip(".")
         head = "No treatment can be recommended yet"
         sentences.append(f"{head}: {reason}." if reason else f"{head}.")
-        needs = _needs(plan, labels)
+        outside = _abstention(plan)
+        steps = [
+            _clause(str(i.get("text") or ""), 14) for i in outside.get("immediate_steps") or []
+        ]
+        decides = [
+            _clause(str(i.get("text") or ""), 16) for i in outside.get("board_decides") or []
+        ]
+        needs = [] if outside else _needs(plan, labels)
+        if steps:
+            lead = "Now" if outside.get("emergency") else "First"
+            sentences.append(f"{lead}: {'; '.join(s for s in steps[:2] if s)}.")
+        if decides:
+            sentences.append(f"The board decides: {decides[0]}.")
         if needs:
             sentences.append(f"Needed first: {_join(needs)}.")
-        if alternatives and not needs:
+        if alternatives and not needs and not outside:
             alt = alternatives[0]
             sentences.append(
                 f"{_upper_first(_when(str(alt.get('when') or '')) or 'possibly')}: "

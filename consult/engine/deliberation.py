@@ -27,6 +27,7 @@ from clinical.plan import (
 )
 from clinical.vocab import SAFETY_KINDS, STAGING_KEYS, EventKind, Intent, StepKind
 from consult.engine import guideline
+from consult.engine.abstention import abstain
 from consult.engine.consensus import (
     case_weights,
     critique_conflicts,
@@ -690,6 +691,16 @@ class Deliberation:
             labels=self.labels,
             rejected=rejected,
         )
+        # Outside the knowledge base (issue 30): the plan abstains with content instead of
+        # presenting the nearest standard pathway as the recommendation.
+        outside = abstain(
+            case=self.state.case,
+            units=[*self.state.evidence.get("treatment", []), *self.state.considered],
+            components=plan_components,
+            removed={r.option for r in rejected},
+        )
+        if outside is not None:
+            plan_components = outside.components
         monitoring = [
             MonitoringItem(phase=m.phase, what=m.what, interval=m.interval, anchor=m.anchor)
             for m in draft.monitoring
@@ -733,6 +744,8 @@ class Deliberation:
             confirm=list(gate.get("confirm_first") or ()),
             done=modalities_done(self.state.facts),
         )
+        if outside is not None:
+            intent, summary = Intent.ABSTAIN, outside.summary
         return Plan(
             case_id=str(self.state.case.get("case_id") or ""),
             engine=self.provider.name,
@@ -743,6 +756,7 @@ class Deliberation:
                 components=plan_components,
                 question=str(self.state.case.get("question") or ""),
                 confirm_first=list(gate.get("confirm_first") or ()),
+                abstention=outside.abstention if outside is not None else None,
             ),
             rejected_options=_unique_rejected(rejected),
             safety=SafetyBlock.model_validate({"gates": gate["gates"], "flags": gate["flags"]}),
@@ -755,7 +769,7 @@ class Deliberation:
                     *(ConflictRecord.model_validate(c) for c in gate["conflicts"]),
                 ]
             ),
-            abstain=not plan_components,
+            abstain=not plan_components or outside is not None,
             needs_data=needs,
             rounds=self.state.rounds,
             informed_by=[

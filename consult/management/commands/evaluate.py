@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from clinical.text.evaluation import evaluate, load_examples, report
-from consult.evaluation import concordance_failures
+from consult.evaluation import abstains, concordance_failures
 from consult.models import ConsultationStatus
 from consult.services.batch import case_run
 from consult.services.consultations import ConsultationError
@@ -34,6 +34,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         folders: list[Path] = options["cases"] or [PUBLIC_CASES, OWN_CASES]
         totals = []
+        # Abstention (issue 30): on cases the knowledge base covers (no "abstain": true) a plan
+        # must not abstain; on our cases marked outside it ("abstain": true) it must.
+        self.abstained_covered: list[str] = []
+        self.answered_uncovered: list[str] = []
         for folder in folders:
             files = sorted(folder.glob("*.json"))
             if not files:
@@ -49,6 +53,14 @@ class Command(BaseCommand):
         good = sum(t[1] for t in totals)
         count = sum(t[2] for t in totals)
         self.stdout.write(f"{'total':<10} {good:>3}/{count:<3} concordant ({options['engine']})")
+        self.stdout.write(
+            f"abstentions on covered cases: {len(self.abstained_covered)} (target 0)"
+            + (f": {', '.join(self.abstained_covered)}" if self.abstained_covered else "")
+        )
+        self.stdout.write(
+            f"non-abstentions on uncovered cases: {len(self.answered_uncovered)} (target 0)"
+            + (f": {', '.join(self.answered_uncovered)}" if self.answered_uncovered else "")
+        )
         self._text_reader()
         if good != count:
             raise CommandError("not every case is concordant")
@@ -79,12 +91,16 @@ class Command(BaseCommand):
             self.stdout.write(f"{path.stem:<18} {'FAILED':<11} {consultation.error}")
             return False
         plan = consultation.plan.payload
-        pathway = "; ".join(
+        pathway = ("ABSTAIN: " if abstains(plan) else "") + "; ".join(
             c["description"][:40]
             for c in plan["recommendation"]["components"]
             if c.get("role") == "primary"
         )
         failures = concordance_failures(plan, expected)
+        if abstains(plan) and not expected.get("abstain"):
+            self.abstained_covered.append(path.stem)
+        if expected.get("abstain") and not abstains(plan):
+            self.answered_uncovered.append(path.stem)
         verdict = "DISCORDANT" if failures else "concordant"
         self.stdout.write(f"{path.stem:<18} {verdict:<11} {pathway[:120] or '(none)'}")
         for failure in failures:

@@ -1175,6 +1175,7 @@ COMMON_FACTS = {
     "intolerant_of",
     "allergy_classes",
     "allergies_unmapped",
+    "situations",
 }
 
 

@@ -523,7 +523,7 @@ def test_evidence_opens_with_its_source_and_reads_its_conditions_in_words(
     client.force_login(clinician)
     page = page_text(client.get(reverse("knowledge:evidence", args=[version.pk])).content.decode())
     # then it opens with the source (organisation, guideline, version, section) and its address
-    source = "Test Society, Test guideline on liver tumours, 2025, Section 6.1."
+    source = "Test Society Test guideline on liver tumours (2025), Section 6.1."
     assert source in page
     assert page.index(source) < page.index("Liver resection is the first option")
     assert "https://example.org/guideline" in page
