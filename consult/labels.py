@@ -74,6 +74,7 @@ DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
         "derived.breast_surgery_done": "Breast operation done",
         "derived.allergy_classes": "Drug allergies (by class)",
         "derived.allergies_unmapped": "Allergies not matched to a drug class",
+        "derived.situations": "Situation recognised",
     }
 )
 
@@ -160,6 +161,12 @@ def _word(match: re.Match[str]) -> str:
         or DERIVED_VALUE_WORDS.get(key)
         or key
     )
+
+
+def fact_words(text: Any) -> str:
+    """A line about patient facts ("Situation recognised: spinal_cord_compression ✓") with
+    every name in clinical words, and a coded value no label names in plain words."""
+    return _SNAKE.sub(lambda m: m.group(0).replace("_", " "), clinical_text(text))
 
 
 def value_words(value: Any) -> Any:

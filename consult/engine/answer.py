@@ -207,7 +207,7 @@ def _words(text: str, limit: int = MAX_WORDS) -> str:
     words = text.split()
     if len(words) <= limit:
         return text.strip()
-    return " ".join(words[:limit]).rstrip(",;:") + "…"
+    return " ".join(words[:limit]).rstrip(",;:.") + "…"
 
 
 def _clause(text: str, limit: int = MAX_WORDS) -> str:
@@ -389,6 +389,13 @@ def _abstention(plan: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _abstain_reason(plan: Mapping[str, Any]) -> str:
+    outside = [
+        str(s.get("label") or "")
+        for s in _abstention(plan).get("situations") or []
+        if isinstance(s, Mapping) and not s.get("covered") and s.get("label")
+    ]
+    if outside:
+        return f"the case is outside the knowledge base ({_join(outside[:3])})"
     recommendation = plan.get("recommendation") or {}
     for source in (_abstention(plan), recommendation, plan.get("abstention") or {}, plan):
         for key in ("abstain_reason", "reason"):
@@ -481,6 +488,11 @@ def _not_advised_sentence(plan: Mapping[str, Any]) -> str:
     return f"Not advised: {_join(shown)} (see Ruled out)."
 
 
+def _stop(sentence: str) -> str:
+    """One full stop, none after an ellipsis ("…." reads as a typo)."""
+    return re.sub(r"…\.$", "…", sentence)
+
+
 def plan_answer(
     plan: Mapping[str, Any],
     *,
@@ -516,9 +528,9 @@ def plan_answer(
         needs = [] if outside else _needs(plan, labels)
         if steps:
             lead = "Now" if outside.get("emergency") else "First"
-            sentences.append(f"{lead}: {'; '.join(s for s in steps[:2] if s)}.")
+            sentences.append(f"{lead}: {'; '.join(_lower_first(s) for s in steps[:2] if s)}.")
         if decides:
-            sentences.append(f"The board decides: {decides[0]}.")
+            sentences.append(f"The board decides: {_lower_first(decides[0])}.")
         if needs:
             sentences.append(f"Needed first: {_join(needs)}.")
         if alternatives and not needs and not outside:
@@ -529,7 +541,7 @@ def plan_answer(
             )
         if verdict:
             sentences.append(verdict)
-        return Answer(tuple(sentences[:MAX_SENTENCES]), tuple(found))
+        return Answer(tuple(_stop(s) for s in sentences[:MAX_SENTENCES]), tuple(found))
     main = options[0]
     advised = [v for v in found if v.status == "advised"]
     intent = str(recommendation.get("intent") or "")
@@ -558,5 +570,5 @@ def plan_answer(
         sentences = [recommend, change or _not_advised_sentence(plan)]
         if change:
             sentences.insert(1, _not_advised_sentence(plan))
-    sentences = [s for s in sentences if s]
+    sentences = [_stop(s) for s in sentences if s]
     return Answer(tuple(sentences[:MAX_SENTENCES]), tuple(found))

@@ -20,7 +20,7 @@ from clinical.vocab import MODALITY_LABELS, PHASE_LABELS, RELEVANT_STAGING, STAG
 from consult.casefile.fields import get_field
 from consult.engine.answer import plan_answer
 from consult.engine.guideline import relevant_staging
-from consult.labels import choice_labels, clinical_text, fact_label, fact_labels
+from consult.labels import choice_labels, clinical_text, fact_label, fact_labels, fact_words
 
 __all__ = ["clinical_text", "plan_diff", "recommendation_view"]
 
@@ -277,7 +277,7 @@ def _item(c: Mapping[str, Any], evidence: Mapping[str, EvidenceRef]) -> Item:
         dose_adjustments=[clinical_text(d) for d in c.get("dose_adjustments") or []],
         conditions=[clinical_text(d) for d in c.get("conditions") or []],
         when=clinical_text(c.get("when") or ""),
-        rationale=[clinical_text(r) for r in c.get("rationale") or []],
+        rationale=[fact_words(r) for r in c.get("rationale") or []],
         evidence=cited,
         adjunct=bool(c.get("adjunct")),
         waits_for=clinical_text(c.get("waits_for") or ""),

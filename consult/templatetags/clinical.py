@@ -8,7 +8,7 @@ from typing import Any
 from django import template
 
 from clinical.vocab import ROLE_LABELS
-from consult.labels import clinical_text
+from consult.labels import clinical_text, fact_words
 
 register = template.Library()
 
@@ -17,6 +17,12 @@ register = template.Library()
 def clinical(value: Any) -> str:
     """Plain text out (the template still escapes it)."""
     return clinical_text(value)
+
+
+@register.filter(name="fact_words")
+def fact_words_filter(value: Any) -> str:
+    """A line about patient facts in clinical words, coded values included."""
+    return fact_words(value)
 
 
 @register.filter(name="role_label")

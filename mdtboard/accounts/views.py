@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET
 
 from mdtboard.accounts.forms import InviteForm
 from mdtboard.accounts.roles import Role, role_required
@@ -63,6 +64,7 @@ email = EmailView.as_view()
 
 
 @login_not_required
+@require_GET
 def password_set_done(request: HttpRequest) -> HttpResponse:
     """Where setting a password by an emailed link ends (an invitation or a reset): the
     sign-in page, saying what to do next, rather than a page with no way on."""

@@ -92,6 +92,7 @@ TABLE: dict[str, Row] = {
     # A cited guideline version is evidence on the board: every clinical role may read it.
     "knowledge:evidence": {"GET": (L, A, A, D, A, A)},
     "knowledge:unit-list": {"GET": (L, D, D, D, A, A)},
+    "knowledge:coverage": {"GET": (L, D, D, D, A, A)},  # curators and admins
     "knowledge:unit-create": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
     "knowledge:unit-detail": {"GET": (L, D, D, D, A, A)},
     "knowledge:unit-edit": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
