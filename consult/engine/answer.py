@@ -555,9 +555,8 @@ def plan_answer(
         recommend += f": {_lower_first(name)}"
     else:
         recommend = "Recommended" + (f" ({bracket})" if bracket else "") + f": {_lower_first(name)}"
-    steps = len(primary)
-    if steps > 2:
-        recommend += f", within a {steps}-step pathway"
+    if len(primary) > 2:
+        recommend += f", within a {len(primary)}-step pathway"
     if precondition:
         recommend += f", {precondition}"
     recommend += "."

@@ -112,7 +112,7 @@ def user_invite(
         if pending is not None:
             # Invited before and not accepted yet: a fresh link (the old one still works once
             # until a password is set), the account as it was invited.
-            user = pending
+            user: User = pending
             held = sorted(roles_of(user))
             role = held[0] if held else role
             audit_record(action="user.reinvite", actor=invited_by, obj=user, payload={"role": role})
