@@ -8,11 +8,12 @@ names themselves, with their short labels, are the core's enums (``clinical.voca
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cache
 from types import MappingProxyType
 from typing import Any
 
+from clinical import lexicon
 from clinical.vocab import (
     GATE_STATUS_LABELS,
     INTENT_LABELS,
@@ -210,6 +211,21 @@ def _enum_labels() -> Mapping[str, str]:
     )
 
 
+@cache
+def choice_labels() -> Mapping[str, str]:
+    """Every enumerated case value as the dossier form labels it ("exon19del" -> "exon 19
+    deletion"), lower-cased unless it starts with an abbreviation: for coded values shown
+    whole, as the facts that made a plan item apply."""
+    return MappingProxyType(
+        {
+            value: label.lower() if label[:1].isupper() and not label[1:2].isupper() else label
+            for f in FIELDS
+            for value, label in f.choices
+            if value
+        }
+    )
+
+
 def _word(match: re.Match[str]) -> str:
     key = match.group(0)
     return (
@@ -220,6 +236,12 @@ def _word(match: re.Match[str]) -> str:
         or DERIVED_VALUE_WORDS.get(key)
         or key
     )
+
+
+def fact_words(text: Any) -> str:
+    """A line about patient facts ("Situation recognised: spinal_cord_compression ✓") with
+    every name in clinical words, and a coded value no label names in plain words."""
+    return _SNAKE.sub(lambda m: m.group(0).replace("_", " "), clinical_text(text))
 
 
 def value_words(value: Any) -> Any:
@@ -244,3 +266,22 @@ def clinical_text(text: Any) -> str:
     out = re.sub(r"(?<!\.)\.\.(?!\.)", ".", out)  # "first. (unit)." leaves one full stop
     out = re.sub(r"[ \t]{2,}", " ", out)
     return re.sub(r" \.(?!\.)", ".", out).strip()
+
+
+# --- per-cancer content --------------------------------------------------------------------------
+def dose_fact_drug(name: str) -> str:
+    """The drug a derived dose fact is about ("carboplatin_auc5_mg" -> "carboplatin"), or ""
+    for a fact that is not about one drug."""
+    drug = name.removeprefix("derived.").split("_", 1)[0]
+    return drug if drug in lexicon.DRUGS else ""
+
+
+def dose_fact_concerns(name: str, drugs: Iterable[str]) -> bool:
+    """Whether a derived fact belongs on a page about these drugs: a dose fact only when one
+    of them is its drug or of its drug's kind (the anthracycline dose for epirubicin), so a
+    liver plan shows no carboplatin dose; every other fact always."""
+    drug = dose_fact_drug(name)
+    if not drug:
+        return True
+    kinds = lexicon.classes_of(drug) - {"chemotherapy"}
+    return any(d == drug or kinds & lexicon.classes_of(d) for d in drugs)

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clinical.vocab import MODALITY_LABELS, PHASE_LABELS, RELEVANT_STAGING, STAGING_LABELS
-from consult.labels import fact_label
+from consult.engine.answer import plan_answer
+from consult.labels import choice_labels, clinical_text, fact_label, fact_labels
 
 PHASES = tuple(PHASE_LABELS.items())  # in time order
 # "organ_function.lvef_pct (for common.gate.anthracycline-lvef)"
@@ -47,6 +48,9 @@ class PlanView:
         """ "20 of 57 turns answered by the guideline engine: token budget reached", or ""."""
         return str(self.llm.get("note") or "")
 
+    # The answer first: at most three sentences in the question's own terms.
+    sentences: list[str] = field(default_factory=list)
+
     @property
     def failed_gates(self) -> list[dict[str, Any]]:
         return self.gates.get("fail", [])
@@ -77,6 +81,12 @@ def cancer_of(staging: dict[str, Any]) -> str:
 def _component(c: dict[str, Any]) -> dict[str, Any]:
     modality = c.get("modality", "")
     return {**c, "modality_label": MODALITY_LABELS.get(modality, modality)}
+
+
+def _answer(doc: dict[str, Any], recommendation: dict[str, Any]) -> tuple[str, ...]:
+    question = str(recommendation.get("question") or "")
+    answer = plan_answer(doc, question=question, labels=fact_labels(), values=choice_labels())
+    return answer.sentences
 
 
 def plan_view(doc: dict[str, Any], staging_keys: Sequence[str] | None = None) -> PlanView:
@@ -122,4 +132,5 @@ def plan_view(doc: dict[str, Any], staging_keys: Sequence[str] | None = None) ->
         abstain=bool(doc.get("abstain")),
         confirm_first=list(recommendation.get("confirm_first") or []),
         llm=dict(doc.get("llm") or {}),
+        sentences=[clinical_text(s) for s in _answer(doc, recommendation)],
     )

@@ -33,7 +33,7 @@ from consult.forms import (
 )
 from consult.journal.board import STATUS_LINE_KINDS
 from consult.journal.selectors import consultation_board_get
-from consult.labels import fact_label
+from consult.labels import dose_fact_concerns, fact_label, value_words
 from consult.models import DossierStatus
 from consult.presenters import case_sections
 from consult.review.selectors import dossier_signed_records, dossier_worklist
@@ -58,6 +58,7 @@ from consult.services.dossiers import (
 from consult.services.fhir import FHIR_ALONE, fhir_upload_preview, upload_is_fhir
 from consult.timeline import patient_timeline
 from consult.views_fhir import render_preview
+from knowledge.selectors import therapy_drugs
 from mdtboard.accounts.roles import Role, role_required
 from mdtboard.audit.services import audit_record
 from mdtboard.core.http import AuthedRequest, vary_on_htmx, wants_fragment
@@ -69,9 +70,11 @@ MAX_UPLOAD_FILES = 50
 def _shown(value: Any) -> Any:
     """A derived value as a clinician reads it: a list of medications or declined treatments
     as words, not Python's brackets."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or "none"
-    return value
+        return ", ".join(str(value_words(v)) for v in value) or "none"
+    return value_words(value)
 
 
 # A list's audit row names at most this many of the ids it showed (and how many it showed).
@@ -166,12 +169,21 @@ def dossier_detail(request: AuthedRequest, pk: int) -> HttpResponse:
     frozen_in = selectors.dossier_frozen_snapshot(dossier=dossier)
     frozen = frozen_in.frozen if frozen_in is not None else None
     derived = frozen.derived if frozen is not None else derive_all(dossier.data)
+    # Dose calculations only for drugs this cancer's guideline steps can give.
+    drugs = therapy_drugs(cancer_type=dossier.cancer_type)
     context = {
         "dossier": dossier,
         "sections": case_sections(dossier.data),
         "derived": [
-            (key, fact_label(f"derived.{key}"), fact, _shown(fact.value))
+            (
+                key,
+                fact_label(f"derived.{key}"),
+                fact,
+                _shown(fact.value),
+                [fact_label(path) for path in fact.inputs_missing],
+            )
             for key, fact in derived.items()
+            if dose_fact_concerns(key, drugs)
         ],
         "frozen_in": frozen_in,
         "facts_outdated": frozen is not None and not frozen.current,

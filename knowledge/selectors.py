@@ -22,6 +22,7 @@ from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from pgvector.django import CosineDistance
 from pydantic import ValidationError
 
+from clinical import lexicon
 from clinical.applicability import Truth, case_facts, context_applies
 from clinical.coverage import CancerCoverage, UnitRef, coverage_map
 from clinical.rules import Bundle, Context, SafetyAction, UnitSpec, unit_content
@@ -94,6 +95,22 @@ def published_versions() -> QuerySet[UnitVersion]:
     return UnitVersion.objects.filter(status=VersionStatus.PUBLISHED).select_related(
         "unit", "source"
     )
+
+
+def therapy_drugs(*, cancer_type: str) -> frozenset[str]:
+    """Every drug a published therapy step of this cancer can give (canonical names): what
+    makes a dose calculation worth showing on the cancer's pages."""
+    drugs: set[str] = set()
+    rows = published_versions().filter(
+        unit__cancer_type=cancer_type, unit__kind=UnitKind.THERAPY_STEP
+    )
+    for content in rows.values_list("content", flat=True):
+        action = (content or {}).get("action") or {}
+        given = lexicon.given(
+            [str(a) for a in action.get("agents") or []], str(action.get("description") or "")
+        )
+        drugs |= given.drugs
+    return frozenset(drugs)
 
 
 def _scoped(

@@ -17,6 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from clinical.coverage import coverage_tables
+from clinical.vocab import STAGING_LABELS
 from knowledge.cases import case_source
 from knowledge.embeddings import EmbeddingError
 from knowledge.forms import (
@@ -137,10 +138,127 @@ def condition_text(condition: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
-def readable_context(context: Mapping[str, Any]) -> dict[str, list[str]]:
+# A condition as a clinician reads it on the evidence page ("BCLC stage is one of 0, A");
+# curators keep the keys they edit (``condition_text``).
+OP_WORDS = {
+    "eq": "is",
+    "ne": "is not",
+    "in": "is one of",
+    "not_in": "is none of",
+    "lt": "is below",
+    "le": "is at most",
+    "gt": "is above",
+    "ge": "is at least",
+    "present": "is recorded",
+    "contains_any": "includes any of",
+}
+_UNITS = (
+    ("_10e9_l", " (×10⁹/L)"),  # noqa: RUF001 - the multiplication sign of a unit
+    ("_mg_dl", " (mg/dL)"),
+    ("_g_dl", " (g/dL)"),
+    ("_ng_ml", " (ng/mL)"),
+    ("_iu_ml", " (IU/mL)"),
+    ("_ml_min", " (mL/min)"),
+    ("_u_l", " (U/L)"),
+    ("_pct", " (%)"),
+    ("_mm", " (mm)"),
+    ("_ms", " (ms)"),
+    ("_kg", " (kg)"),
+    ("_years", " (years)"),
+)
+_ABBREVIATIONS = {
+    "ecog": "ECOG",
+    "lvef": "LVEF",
+    "afp": "AFP",
+    "inr": "INR",
+    "anc": "ANC",
+    "ldh": "LDH",
+    "hbsag": "HBsAg",
+    "hbc": "HBc",
+    "hbv": "HBV",
+    "hcv": "HCV",
+    "hiv": "HIV",
+    "dna": "DNA",
+    "rna": "RNA",
+    "egfr": "EGFR",
+    "alk": "ALK",
+    "ros1": "ROS1",
+    "kras": "KRAS",
+    "braf": "BRAF",
+    "ret": "RET",
+    "met": "MET",
+    "her2": "HER2",
+    "pdl1": "PD-L1",
+    "tps": "TPS",
+    "qtc": "QTc",
+    "bclc": "BCLC",
+    "albi": "ALBI",
+    "ipi": "IPI",
+    "flipi": "FLIPI",
+    "cns": "CNS",
+    "crcl": "CrCl",
+    "er": "ER",
+    "pr": "PR",
+    "ki67": "Ki-67",
+    "brca": "BRCA",
+    "cd20": "CD20",
+    "tnm": "TNM",
+    "ajcc": "AJCC",
+    "ckd": "CKD",
+    "epi": "EPI",
+    "cyp3a4": "CYP3A4",
+    "dpd": "DPD",
+    "ugt1a1": "UGT1A1",
+    "ild": "ILD",
+    "irae": "irAE",
+    "bmi": "BMI",
+    "bsa": "BSA",
+}
+
+
+def fact_words(fact: str) -> str:
+    """ "derived.bclc" -> "BCLC stage", "labs.ldh_u_l" -> "LDH (U/L)"."""
+    key = fact.rsplit(".", 1)[-1]
+    if fact.startswith("derived.") and key in STAGING_LABELS:
+        return STAGING_LABELS[key]
+    unit = ""
+    for suffix, shown in _UNITS:
+        if key.endswith(suffix):
+            key, unit = key.removesuffix(suffix), shown
+            break
+    words = [_ABBREVIATIONS.get(w, w) for w in key.split("_") if w]
+    text = " ".join(words)
+    return (text[:1].upper() + text[1:] if text else fact) + unit
+
+
+def _value_words(value: Any) -> str:
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    if isinstance(value, list):
+        return ", ".join(_value_words(v) for v in value)
+    return str(value).replace("_", " ")
+
+
+def condition_words(condition: Mapping[str, Any]) -> str:
+    """{"fact": "derived.bclc", "op": "in", "value": ["0", "A"]} -> "BCLC stage is one of 0, A"."""
+    label = fact_words(str(condition.get("fact") or ""))
+    op = str(condition.get("op") or "")
+    if op == "is_true":
+        return f"{label}: yes"
+    if op == "is_false":
+        return f"{label}: no"
+    value = condition.get("value")
+    words = OP_WORDS.get(op, op.replace("_", " "))
+    return f"{label} {words}" + (f" {_value_words(value)}" if value is not None else "")
+
+
+def readable_context(context: Mapping[str, Any], *, words: bool = False) -> dict[str, list[str]]:
+    text = condition_words if words else condition_text
     return {
-        "all": [condition_text(c) for c in context.get("all") or []],
-        "any": [condition_text(c) for c in context.get("any") or []],
+        "all": [text(c) for c in context.get("all") or []],
+        "any": [text(c) for c in context.get("any") or []],
         "exceptions": [str(e) for e in context.get("exceptions") or []],
     }
 
@@ -154,11 +272,11 @@ def readable_action(action: Mapping[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _content_view(version: UnitVersion) -> dict[str, Any]:
+def _content_view(version: UnitVersion, *, words: bool = False) -> dict[str, Any]:
     content = canonical_content(version.unit.key, version.content)
     return {
         "version": version,
-        "context": readable_context(content.get("context") or {}),
+        "context": readable_context(content.get("context") or {}, words=words),
         "action": readable_action(content.get("action") or {}),
     }
 
@@ -722,4 +840,4 @@ def evidence(request: AuthedRequest, version_id: int) -> HttpResponse:
     version = version_as_cited(version_id=version_id)
     if version is None:
         raise Http404("No such published version")
-    return render(request, "knowledge/evidence.html", _content_view(version))
+    return render(request, "knowledge/evidence.html", _content_view(version, words=True))

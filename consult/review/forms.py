@@ -16,7 +16,7 @@ from clinical.vocab import (
     RULED_OUT_LABEL,
     Modality,
 )
-from consult.review.models import Decision, PaperSize, ReasonKind
+from consult.review.models import Decision, PaperSize, ReasonKind, ReportAppendix
 from consult.review.services import (
     ANCHORS,
     INTENTS,
@@ -260,3 +260,10 @@ class MeetingForm(forms.Form):
 
 class ReportForm(forms.Form):
     paper = forms.ChoiceField(choices=PaperSize.choices, initial=PaperSize.A4, label="Paper")
+    appendix = forms.MultipleChoiceField(
+        choices=ReportAppendix.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Appendix",
+        help_text="The report is a two-page summary for the meeting; tick what to add after it.",
+    )

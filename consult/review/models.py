@@ -248,6 +248,16 @@ class PaperSize(models.TextChoices):
     LETTER = "letter", "US Letter"
 
 
+class ReportAppendix(models.TextChoices):
+    """What the clinician may add after the two-page summary."""
+
+    EVIDENCE = "evidence", "Evidence cited, with each guideline's words"
+    GATES = "gates", "Every safety gate, including those that passed"
+    MEMBERS = "members", "Board members' conclusions, reviews and votes"
+    DOSSIER = "dossier", "The dossier as submitted, with derived facts"
+    TIMELINE = "timeline", "The patient's course over time: treatments, scans with response, labs"
+
+
 class PlanReport(models.Model):
     """A PDF report of one plan version, rendered by the worker and kept under MEDIA_ROOT
     (never served directly: a view checks who asks)."""
@@ -256,6 +266,9 @@ class PlanReport(models.Model):
     plan_number = models.PositiveSmallIntegerField()
     plan_hash = models.CharField(max_length=64)
     paper = models.CharField(max_length=8, choices=PaperSize.choices, default=PaperSize.A4)
+    # The appendix sections chosen (ReportAppendix values, in their order); empty is the
+    # two-page summary alone.
+    appendix = models.JSONField(default=list, blank=True)
     status = models.CharField(
         max_length=12, choices=ReportStatus.choices, default=ReportStatus.QUEUED
     )

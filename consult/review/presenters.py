@@ -16,20 +16,28 @@ from typing import Any
 
 from django.urls import reverse
 
-from clinical.vocab import GATE_STATUS_LABELS, PHASE_LABELS, RELEVANT_STAGING
+from clinical.vocab import (
+    GATE_STATUS_LABELS,
+    MODALITY_LABELS,
+    PHASE_LABELS,
+    RELEVANT_STAGING,
+)
 from consult.casefile.fields import get_field
-
-__all__ = ["clinical_text", "plan_diff", "recommendation_view"]
-from clinical.vocab import MODALITY_LABELS
+from consult.engine.answer import plan_answer
 from consult.engine.guideline import relevant_staging
 from consult.labels import (
     GATE_EFFECT_WORDS,
     anchor_label,
+    choice_labels,
     clinical_text,
     fact_label,
+    fact_labels,
+    fact_words,
     gate_status_label,
     staging_label,
 )
+
+__all__ = ["clinical_text", "plan_diff", "recommendation_view"]
 
 # The order a reader sees gates in: failed first.
 STATUS_ORDER = {status: n for n, status in enumerate(GATE_STATUS_LABELS)}
@@ -85,11 +93,31 @@ class EvidenceRef:
     grade: str
     version: str
     title: str = ""
+    # The source as a citation opens with it, and the unit's paraphrase of it (when the
+    # cited version is in the knowledge base).
+    organisation: str = ""
+    guideline: str = ""
+    source_version: str = ""
+    year: int | None = None
+    source_url: str = ""
+    paraphrase: str = ""
 
     @property
     def name(self) -> str:
         """What the evidence is called on the page: the unit's title, else its source."""
         return self.title or self.source or "Knowledge-base unit"
+
+    @property
+    def citation(self) -> str:
+        """ "EASL, Clinical Practice Guidelines on HCC, 2025 (version 2025), §4.2": the source
+        (organisation, guideline, version, section) a paraphrase opens with."""
+        if not self.organisation:
+            return ", ".join(p for p in (self.source, self.anchor) if p)
+        edition = self.source_version
+        if self.year and str(self.year) not in edition:
+            edition = f"{edition} ({self.year})" if edition else str(self.year)
+        parts = [self.organisation, self.guideline, edition, self.anchor]
+        return ", ".join(p for p in parts if p)
 
 
 @dataclass
@@ -122,6 +150,8 @@ class Gate:
     extra: list[tuple[str, str]]
     effect: str = ""
     action: str = ""
+    # The rule does not concern this patient (checked, and it does not apply).
+    not_applicable: bool = False
 
 
 @dataclass
@@ -159,6 +189,33 @@ class Recommendation:
         """ "20 of 57 turns answered by the guideline engine: token budget reached", or ""."""
         return str(self.llm.get("note") or "")
 
+    # The answer first: at most three sentences in the question's own terms.
+    sentences: list[str] = field(default_factory=list)
+
+    @property
+    def gates_to_read(self) -> list[Gate]:
+        """What failed or could not be checked: shown in full."""
+        return [g for g in self.gates if g.status != "pass"]
+
+    @property
+    def gates_passed(self) -> list[Gate]:
+        """Rules that applied to this patient and passed: one collapsed line."""
+        return [g for g in self.gates if g.status == "pass" and not g.not_applicable]
+
+    @property
+    def gates_not_applicable(self) -> list[Gate]:
+        """Rules that do not apply to this patient: behind a toggle."""
+        return [g for g in self.gates if g.status == "pass" and g.not_applicable]
+
+    @property
+    def monitoring_rows(self) -> list[tuple[MonitoringPhase, int, dict[str, str]]]:
+        """The monitoring table: (phase, rows of the phase for its first row else 0, row)."""
+        out = []
+        for phase in self.monitoring:
+            for n, row in enumerate(phase.rows):
+                out.append((phase, len(phase.rows) if n == 0 else 0, row))
+        return out
+
     @property
     def gate_summary(self) -> str:
         """ "2 failed, 5 not checked, 1 passed", in that order, for the report's cover."""
@@ -169,12 +226,16 @@ class Recommendation:
 
 
 def _evidence(
-    doc: Mapping[str, Any], version_ids: Mapping[str, int], titles: Mapping[str, str]
+    doc: Mapping[str, Any],
+    version_ids: Mapping[str, int],
+    titles: Mapping[str, str],
+    details: Mapping[str, Any],
 ) -> dict[str, EvidenceRef]:
     refs = {}
     for e in doc.get("evidence") or []:
         unit_id = str(e.get("unit_id") or "")
         pk = version_ids.get(unit_id)
+        cited = details.get(unit_id)
         refs[unit_id] = EvidenceRef(
             unit_id=unit_id,
             url=reverse("knowledge:evidence", kwargs={"version_id": pk}) if pk else "",
@@ -182,7 +243,13 @@ def _evidence(
             anchor=str(e.get("anchor") or ""),
             grade=str(e.get("grade") or ""),
             version=str(e.get("version") or ""),
-            title=str(titles.get(unit_id) or ""),
+            title=str(titles.get(unit_id) or getattr(cited, "title", "") or ""),
+            organisation=str(getattr(cited, "organisation", "") or ""),
+            guideline=str(getattr(cited, "guideline", "") or ""),
+            source_version=str(getattr(cited, "source_version", "") or ""),
+            year=getattr(cited, "year", None),
+            source_url=str(getattr(cited, "url", "") or ""),
+            paraphrase=clinical_text(getattr(cited, "text", "") or ""),
         )
     return refs
 
@@ -202,7 +269,7 @@ def _item(c: Mapping[str, Any], evidence: Mapping[str, EvidenceRef]) -> Item:
         dose_adjustments=[clinical_text(d) for d in c.get("dose_adjustments") or []],
         conditions=[clinical_text(d) for d in c.get("conditions") or []],
         when=clinical_text(c.get("when") or ""),
-        rationale=[clinical_text(r) for r in c.get("rationale") or []],
+        rationale=[fact_words(r) for r in c.get("rationale") or []],
         evidence=cited,
         adjunct=bool(c.get("adjunct")),
         waits_for=clinical_text(c.get("waits_for") or ""),
@@ -226,6 +293,14 @@ def _answer(summary: str, question: str) -> str:
     if question and summary.startswith(question):
         return summary[len(question) :].strip()
     return summary
+
+
+# "cannot be checked for systemic": the engine names a plan item by its modality key.
+_FOR_MODALITY = re.compile(r"\b(for|before|of) (" + "|".join(MODALITY_LABELS) + r")\b(?! therapy)")
+
+
+def _modality_words(text: str) -> str:
+    return _FOR_MODALITY.sub(lambda m: f"{m[1]} {MODALITY_LABELS[m[2]].lower()}", text)
 
 
 def gate_title(raw: Mapping[str, Any]) -> tuple[str, str]:
@@ -265,6 +340,7 @@ def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]
         shown = "; ".join(str(v) for v in value) if isinstance(value, list) else str(value)
         extra.append((staging_label(key), clinical_text(shown)))
     name, detail = gate_title(raw)
+    detail = _modality_words(detail)
     effect = str(raw.get("effect") or "")
     words = GATE_EFFECT_WORDS.get(effect, clinical_text(effect))
     if effect in _SAID_BY_DETAIL and _SAID_BY_DETAIL[effect] in detail.lower():
@@ -282,6 +358,7 @@ def _gate(raw: Mapping[str, Any], *, dossier_id: int, derived: Mapping[str, Any]
         effect=words,
         # The action is often the detail itself; say it once.
         action=action if action and action not in detail else "",
+        not_applicable=effect == "clear",
     )
 
 
@@ -293,9 +370,12 @@ def recommendation_view(
     derived: Mapping[str, Any],
     version_ids: Mapping[str, int],
     titles: Mapping[str, str] | None = None,
+    details: Mapping[str, Any] | None = None,
 ) -> Recommendation:
+    """``details``: unit id -> the cited version with its source
+    (``selectors.evidence_details``), for citations that open with their source."""
     recommendation = doc.get("recommendation") or {}
-    evidence = _evidence(doc, version_ids, titles or {})
+    evidence = _evidence(doc, version_ids, titles or {}, details or {})
     components = recommendation.get("components") or []
     pathway = sorted(
         (_item(c, evidence) for c in components if (c.get("role") or "primary") == "primary"),
@@ -343,6 +423,7 @@ def recommendation_view(
     needs = [(link, "; ".join(reasons)) for link, reasons in wanted.values()]
     question = str(recommendation.get("question") or (case or {}).get("question") or "")
     staging = doc.get("staging") or {}
+    answer = plan_answer(doc, question=question, labels=fact_labels(), values=choice_labels())
     return Recommendation(
         question=question,
         answer=clinical_text(_answer(str(recommendation.get("summary") or ""), question)),
@@ -375,6 +456,7 @@ def recommendation_view(
         engine=str(doc.get("engine") or ""),
         rounds=doc.get("rounds"),
         llm=dict(doc.get("llm") or {}),
+        sentences=[clinical_text(s) for s in answer.sentences],
     )
 
 

@@ -5,7 +5,7 @@ Django template (which escapes every text, LLM output included) and WeasyPrint."
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +13,8 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from consult.labels import role_label, value_words
+from clinical import lexicon
+from consult.labels import dose_fact_concerns, role_label, value_words
 from consult.models import Consultation, EvidenceNode
 from consult.presenters import NOT_AVAILABLE, case_sections
 from consult.review.models import PlanReport
@@ -25,7 +26,7 @@ from consult.review.selectors import (
     consultation_evidence_nodes,
     consultation_messages,
     consultation_models,
-    evidence_titles,
+    evidence_details,
     evidence_version_ids,
     review_state_get,
     unit_titles,
@@ -146,21 +147,99 @@ def final_dissent(*, consultation: Consultation) -> list[TraceEntry]:
 
 def _shown(value: Any) -> Any:
     """A derived list (medications by class, declined treatments) as words."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, list | tuple):
         return ", ".join(str(value_words(v)) for v in value) or "none"
     return value_words(value)
 
 
+# The facts a board reads on the cover, in this order, when the case records them.
+KEY_FACT_PATHS = (
+    "diagnosis.histology",
+    "diagnosis.subtype",
+    "diagnosis.setting",
+    "patient.comorbidities",
+    "patient.allergies",
+)
+
+
+def key_facts(case: dict[str, Any], staging: list[tuple[str, Any]]) -> list[tuple[str, str]]:
+    """The patient's key facts for the cover: who (age, sex, ECOG), the diagnosis, the index
+    lesion, the stage of the case's cancer, the biomarkers recorded, prior therapy, and what
+    limits treatment (comorbidities, allergies). Only what is recorded; the dossier appendix
+    has the rest."""
+    rows = {row.path: row for section in case_sections(case) for row in section.rows}
+    prior = next((s.prior_therapies for s in case_sections(case) if s.prior_therapies), None)
+    facts: list[tuple[str, str]] = []
+    who = [
+        rows[p].text
+        for p in ("patient.age_years", "patient.sex")
+        if p in rows and rows[p].available
+    ]
+    if "patient.ecog" in rows and rows["patient.ecog"].available:
+        who.append(f"ECOG {rows['patient.ecog'].text}")
+    if who:
+        facts.append(("Patient", ", ".join(who)))
+    lesion = case.get("index_lesion") or {}
+    if lesion.get("site"):
+        where = str(lesion["site"])
+        if lesion.get("size_mm") is not None:
+            where += f", {lesion['size_mm']} mm"
+        if lesion.get("count") is not None:
+            where += f", {lesion['count']} lesion{'s' if lesion['count'] != 1 else ''}"
+        facts.append(("Index lesion", where))
+    stage = "; ".join(f"{label} {value}" for label, value in staging if value is not None)
+    if stage:
+        facts.append(("Stage", stage))
+    for path in KEY_FACT_PATHS[:3]:
+        if path in rows and rows[path].available:
+            facts.append((rows[path].label, rows[path].text))
+    markers = [
+        f"{row.label}: {row.text}"
+        for path, row in rows.items()
+        if path.startswith("biomarkers.") and row.available
+    ]
+    if markers:
+        facts.append(("Biomarkers", "; ".join(markers)))
+    if prior:
+        regimens = [
+            next((r.text for r in therapy if r.path.endswith("regimen") and r.available), "")
+            for therapy in prior
+        ]
+        facts.append(("Prior therapy", "; ".join(r for r in regimens if r) or "recorded"))
+    for path in KEY_FACT_PATHS[3:]:
+        if path in rows and rows[path].available and rows[path].text != "none":
+            facts.append((rows[path].label, rows[path].text))
+    return facts
+
+
+def _plan_drugs(doc: dict[str, Any]) -> set[str]:
+    drugs: set[str] = set()
+    for c in (doc.get("recommendation") or {}).get("components") or []:
+        drugs |= lexicon.given(
+            [str(a) for a in c.get("agents") or []], str(c.get("description") or "")
+        ).drugs
+    return drugs
+
+
 def report_context(
-    *, state: ReviewState, decided: VersionView, paper: str, generated: Any
+    *,
+    state: ReviewState,
+    decided: VersionView,
+    paper: str,
+    generated: Any,
+    appendix: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """The two-page summary's content, and that of the appendix sections chosen."""
     consultation = state.consultation
     case = consultation.snapshot.data
     # As frozen with the snapshot: never today's calculators beside yesterday's plan.
     derived = consultation.snapshot.frozen.derived
     all_refs = [e for v in state.versions for e in v.payload.get("evidence") or []]
     version_ids = evidence_version_ids(refs=all_refs)
-    titles = evidence_titles(version_ids=version_ids)
+    details = evidence_details(version_ids=version_ids)
+    titles = {unit: cited.title for unit, cited in details.items()}
 
     def view(doc: dict[str, Any]) -> Any:
         return recommendation_view(
@@ -170,12 +249,17 @@ def report_context(
             derived=derived,
             version_ids=version_ids,
             titles=titles,
+            details=details,
         )
 
     base = state.version(decided.based_on) if decided.based_on else None
     patient = case.get("patient") or {}
     lesion = case.get("index_lesion") or {}
+    decided_view = view(decided.payload)
+    drugs = _plan_drugs(decided.payload)
     return {
+        "appendix": set(appendix),
+        "key_facts": key_facts(case, decided_view.staging),
         "paper": paper,
         "generated": generated,
         "consultation": consultation,
@@ -187,11 +271,12 @@ def report_context(
         "derived": [
             (name, clinical_text(f"derived.{name}"), _shown(result.value), result.inputs_missing)
             for name, result in derived.items()
+            if dose_fact_concerns(name, drugs)
         ],
         "not_available": NOT_AVAILABLE,
         "state": state,
         "decided": decided,
-        "view": view(decided.payload),
+        "view": decided_view,
         "base": base,
         "base_view": view(base.payload) if base else None,
         "diff": plan_diff(base.payload, decided.payload) if base else [],
@@ -214,7 +299,11 @@ def report_html(
     if progress:
         progress(20, "Building the report")
     context = report_context(
-        state=state, decided=decided, paper=report.paper, generated=timezone.now()
+        state=state,
+        decided=decided,
+        paper=report.paper,
+        generated=timezone.now(),
+        appendix=report.appendix or (),
     )
     return render_to_string("review/report.html", context), decided.payload
 

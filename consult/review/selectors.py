@@ -306,6 +306,38 @@ def evidence_titles(*, version_ids: dict[str, int]) -> dict[str, str]:
     return {unit: str(titles[pk]) for unit, pk in version_ids.items() if pk in titles}
 
 
+@dataclass(frozen=True)
+class CitedUnit:
+    """What a citation opens with: the source (organisation, guideline, version, year, its
+    address) and the unit's paraphrase of it."""
+
+    title: str
+    text: str
+    organisation: str
+    guideline: str
+    source_version: str
+    year: int | None
+    url: str
+
+
+def evidence_details(*, version_ids: dict[str, int]) -> dict[str, CitedUnit]:
+    """unit id -> the cited version's paraphrase with its source, in one query."""
+    rows = UnitVersion.objects.filter(pk__in=version_ids.values()).select_related("source")
+    by_pk = {
+        row.pk: CitedUnit(
+            title=row.title,
+            text=row.text,
+            organisation=row.source.organisation,
+            guideline=row.source.title,
+            source_version=row.source.version,
+            year=row.source.year,
+            url=row.source.url,
+        )
+        for row in rows
+    }
+    return {unit: by_pk[pk] for unit, pk in version_ids.items() if pk in by_pk}
+
+
 def unit_titles(*, keys: set[str]) -> dict[str, str]:
     """unit id -> the title of its newest published version (for citations that name only
     the unit, such as a member's claims)."""

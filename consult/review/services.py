@@ -39,6 +39,7 @@ from consult.review.models import (
     PlanReview,
     PlanVersion,
     ReasonKind,
+    ReportAppendix,
     ReportStatus,
     ReviewReopen,
     ReviewStage,
@@ -863,11 +864,24 @@ REPORT_DIR = "reports"
 
 
 @transaction.atomic
-def report_request(*, actor: User, consultation: Consultation, paper: str) -> PlanReport:
-    """Queue a PDF of the decided plan version. A request while the same report is still
-    being made returns that one rather than a second."""
+def report_request(
+    *,
+    actor: User,
+    consultation: Consultation,
+    paper: str,
+    appendix: Sequence[str] = (),
+    enqueue: bool = True,
+) -> PlanReport:
+    """Queue a PDF of the decided plan version: the two-page summary, then the appendix
+    sections chosen (``ReportAppendix``). A request while the same report is still being made
+    returns that one rather than a second. ``enqueue=False``: the caller renders it
+    (``report_render``), as the command line does."""
     if paper not in PaperSize.values:
         raise ReviewError("Choose A4 or US Letter.")
+    unknown = [a for a in appendix if a not in ReportAppendix.values]
+    if unknown:
+        raise ReviewError(f"No such appendix section: {', '.join(unknown)}.")
+    chosen = [a for a in ReportAppendix.values if a in appendix]
     state = review_state_get(
         consultation=Consultation.objects.select_for_update().get(pk=consultation.pk)
     )
@@ -876,6 +890,7 @@ def report_request(*, actor: User, consultation: Consultation, paper: str) -> Pl
         consultation=consultation,
         plan_hash=version.content_hash,
         paper=paper,
+        appendix=chosen,
         status__in=(ReportStatus.QUEUED, ReportStatus.RENDERING),
     ).first()
     if pending is not None:
@@ -885,15 +900,22 @@ def report_request(*, actor: User, consultation: Consultation, paper: str) -> Pl
         plan_number=version.number,
         plan_hash=version.content_hash,
         paper=paper,
+        appendix=chosen,
         requested_by=actor,
     )
     audit_record(
         action="plan.report.request",
         actor=actor,
         obj=report,
-        payload={"consultation": consultation.pk, "plan_version": version.number, "paper": paper},
+        payload={
+            "consultation": consultation.pk,
+            "plan_version": version.number,
+            "paper": paper,
+            "appendix": chosen,
+        },
     )
-    transaction.on_commit(lambda: _enqueue_report(report.pk))
+    if enqueue:
+        transaction.on_commit(lambda: _enqueue_report(report.pk))
     return report
 
 

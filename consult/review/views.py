@@ -53,13 +53,15 @@ def _plan_page(
     case = consultation.snapshot.data
     refs = [e for v in state.versions for e in v.payload.get("evidence") or []]
     version_ids = selectors.evidence_version_ids(refs=refs)
+    details = selectors.evidence_details(version_ids=version_ids)
     view = recommendation_view(
         version.payload,
         case=case,
         dossier_id=consultation.dossier_id,
         derived=consultation.snapshot.frozen.derived,
         version_ids=version_ids,
-        titles=selectors.evidence_titles(version_ids=version_ids),
+        titles={unit: cited.title for unit, cited in details.items()},
+        details=details,
     )
     base = state.version(version.based_on) if version.based_on else None
 
@@ -375,9 +377,13 @@ def review_reopen(request: AuthedRequest, pk: int) -> HttpResponse:
 def report_request(request: AuthedRequest, pk: int) -> HttpResponse:
     consultation = selectors.plan_consultation_get(user=request.user, pk=pk)
     form = ReportForm(request.POST)
-    paper = form.cleaned_data["paper"] if form.is_valid() else ""
+    valid = form.is_valid()
+    paper = form.cleaned_data["paper"] if valid else ""
+    appendix = form.cleaned_data["appendix"] if valid else []
     try:
-        services.report_request(actor=request.user, consultation=consultation, paper=paper)
+        services.report_request(
+            actor=request.user, consultation=consultation, paper=paper, appendix=appendix
+        )
     except services.ReviewError as exc:
         _errors(request, exc)
         return _back(pk, "reports")

@@ -8,7 +8,7 @@ from typing import Any
 from django import template
 
 from consult import labels
-from consult.labels import clinical_text
+from consult.labels import clinical_text, fact_words
 
 register = template.Library()
 
@@ -30,6 +30,12 @@ def gate_status(value: Any) -> str:
 def gate_effect(value: Any) -> str:
     """What a gate did to the plan, in words ("" for an effect without words)."""
     return labels.GATE_EFFECT_WORDS.get(str(value or ""), "")
+
+
+@register.filter(name="fact_words")
+def fact_words_filter(value: Any) -> str:
+    """A line about patient facts in clinical words, coded values included."""
+    return fact_words(value)
 
 
 @register.filter(name="role_label")

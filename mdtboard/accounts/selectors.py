@@ -43,3 +43,12 @@ def user_must_set_up_mfa(*, user: Any) -> bool:
     if not roles_of(user) & mfa_required_roles():
         return False
     return not is_mfa_enabled(user, [Authenticator.Type.TOTP])
+
+
+def invitation_pending(*, email: str) -> User | None:
+    """The account invited with ``email`` that has not accepted yet (no password set, never
+    signed in), or None: inviting it again sends a fresh link instead of refusing."""
+    user = User.objects.filter(email__iexact=email.strip(), is_active=True).first()
+    if user is None or user.has_usable_password() or user.last_login is not None:
+        return None
+    return user

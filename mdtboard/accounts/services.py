@@ -22,8 +22,8 @@ from django.urls import reverse
 from django.utils.text import slugify
 
 from mdtboard.accounts.models import Team, User
-from mdtboard.accounts.roles import ROLE_PERMISSIONS, Role
-from mdtboard.accounts.selectors import email_taken_by_another
+from mdtboard.accounts.roles import ROLE_PERMISSIONS, Role, roles_of
+from mdtboard.accounts.selectors import email_taken_by_another, invitation_pending
 from mdtboard.audit.services import audit_record, audit_throttled_quota, client_address
 
 
@@ -100,17 +100,27 @@ def user_invite(
     invited_by: Any,
     base_url: str,
 ) -> User:
-    """Create the account without a password and email a one-time link to set one.
+    """Create the account without a password and email a one-time link to set one. An
+    address invited before that has not accepted yet gets a fresh link (re-invite).
 
     Every unconfirmed claim other accounts hold on the address goes at once (issue 26): an
     administrator vouches for it by inviting it, and a claim left until the invitee sets a
     password would, meanwhile, get a password reset for the address mailed for the claimant's
     account too."""
     with transaction.atomic():
-        user = user_create(
-            email=email, role=role, display_name=display_name, teams=teams, actor=invited_by
-        )
-        audit_record(action="user.invite", actor=invited_by, obj=user, payload={"role": role})
+        pending = invitation_pending(email=email)
+        if pending is not None:
+            # Invited before and not accepted yet: a fresh link (the old one still works once
+            # until a password is set), the account as it was invited.
+            user: User = pending
+            held = sorted(roles_of(user))
+            role = held[0] if held else role
+            audit_record(action="user.reinvite", actor=invited_by, obj=user, payload={"role": role})
+        else:
+            user = user_create(
+                email=email, role=role, display_name=display_name, teams=teams, actor=invited_by
+            )
+            audit_record(action="user.invite", actor=invited_by, obj=user, payload={"role": role})
         email_unconfirmed_claims_release(email=user.email, owner=user)
     path = reverse(
         "account_reset_password_from_key",

@@ -6,12 +6,15 @@ from typing import Any
 
 from allauth.account.views import EmailView as AllauthEmailView
 from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET
 
 from mdtboard.accounts.forms import InviteForm
 from mdtboard.accounts.roles import Role, role_required
+from mdtboard.accounts.selectors import invitation_pending
 from mdtboard.accounts.services import EMAIL_TAKEN, AccountError, user_invite
 
 
@@ -19,6 +22,7 @@ from mdtboard.accounts.services import EMAIL_TAKEN, AccountError, user_invite
 def invite(request: HttpRequest) -> HttpResponse:
     form = InviteForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        again = invitation_pending(email=form.cleaned_data["email"]) is not None
         try:
             user = user_invite(
                 email=form.cleaned_data["email"],
@@ -31,7 +35,13 @@ def invite(request: HttpRequest) -> HttpResponse:
         except AccountError as exc:
             form.add_error("email", str(exc))
         else:
-            messages.success(request, f"Invitation sent to {user.email}.")
+            if again:
+                messages.success(
+                    request,
+                    f"{user.email} had not accepted yet: a new invitation link was sent.",
+                )
+            else:
+                messages.success(request, f"Invitation sent to {user.email}.")
             return redirect("accounts:invite")
     return render(request, "accounts/invite.html", {"form": form})
 
@@ -51,3 +61,15 @@ class EmailView(AllauthEmailView):  # type: ignore[misc]  # allauth is untyped
 
 
 email = EmailView.as_view()
+
+
+@login_not_required
+@require_GET
+def password_set_done(request: HttpRequest) -> HttpResponse:
+    """Where setting a password by an emailed link ends (an invitation or a reset): the
+    sign-in page, saying what to do next, rather than a page with no way on."""
+    if request.user.is_authenticated:
+        messages.success(request, "Your password is set.")
+        return redirect("core:home")
+    messages.success(request, "Your password is set. Sign in with your email and new password.")
+    return redirect("account_login")

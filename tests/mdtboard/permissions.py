@@ -48,6 +48,7 @@ TABLE: dict[str, Row] = {
     # --- core --------------------------------------------------------------------------------
     "core:home": {"GET": (L, A, A, A, A, A)},
     "core:healthz": {"GET": (A, A, A, A, A, A)},  # for load balancers: no login
+    "core:favicon": {"GET": (A, A, A, A, A, A)},  # the icon, asked for before any login
     # --- intake: patients and dossiers (clinicians of the team, and administrators) ----------
     "consult:patient-list": {"GET": (L, A, A, D, D, A)},  # lists only the user's teams
     "consult:dossier-list": {"GET": (L, A, A, D, D, A)},  # lists only the user's teams
@@ -93,6 +94,7 @@ TABLE: dict[str, Row] = {
     # A cited guideline version is evidence on the board: every clinical role may read it.
     "knowledge:evidence": {"GET": (L, A, A, D, A, A)},
     "knowledge:unit-list": {"GET": (L, D, D, D, A, A)},
+    "knowledge:coverage": {"GET": (L, D, D, D, A, A)},  # curators and admins
     "knowledge:unit-create": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
     "knowledge:unit-detail": {"GET": (L, D, D, D, A, A)},
     "knowledge:unit-edit": {"GET": (L, D, D, D, A, A), "POST": (L, D, D, D, A, A)},
@@ -147,6 +149,7 @@ TABLE: dict[str, Row] = {
     # --- accounts (ours; allauth's are skipped above) ----------------------------------------
     "accounts:invite": {"GET": (L, D, D, D, D, A), "POST": (L, D, D, D, D, A)},
     "accounts:email": {"GET": (L, A, A, A, A, A), "POST": (L, A, A, A, A, A)},
+    "accounts:password-set-done": {"GET": (L, A, A, A, A, A)},  # on to sign-in or home
     # --- the Django admin: staff (administrators) only ---------------------------------------
     "admin:index": {"GET": (L, D, D, D, D, A), "POST": (L, D, D, D, D, A)},
 }

@@ -1,4 +1,4 @@
-"""``manage.py runcase FILE [--engine guideline|llm] [--format json|text]``."""
+"""``manage.py runcase FILE [--engine guideline|llm] [--format json|text] [--pdf OUT.pdf]``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from consult.models import ConsultationStatus
-from consult.services.batch import case_run
+from consult.review.models import PaperSize, ReportAppendix, ReportStatus
+from consult.review.services import ReviewError, report_path, report_render, report_request
+from consult.services.batch import case_run, cli_identity
 from consult.services.consultations import ConsultationError
 from consult.services.dossiers import DossierError
 
@@ -22,6 +24,18 @@ class Command(BaseCommand):
         parser.add_argument("--engine", choices=["guideline", "llm"], default="guideline")
         parser.add_argument("--format", choices=["json", "text"], default="text")
         parser.add_argument("--rounds", type=int, default=3)
+        parser.add_argument(
+            "--pdf",
+            type=Path,
+            help="also write the plan's default PDF report (the two-page summary) to this file",
+        )
+        parser.add_argument("--paper", choices=PaperSize.values, default=PaperSize.A4)
+        parser.add_argument(
+            "--appendix",
+            default="",
+            help="appendix sections to add after the summary, comma-separated: "
+            + ", ".join(ReportAppendix.values),
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["file"]
@@ -43,10 +57,35 @@ class Command(BaseCommand):
                 f"consultation {consultation.pk} {consultation.status}: {consultation.error}"
             )
         plan = consultation.plan.payload
+        if options["pdf"]:
+            self._pdf(consultation, options)
         if options["format"] == "json":
             self.stdout.write(json.dumps(plan, indent=2, ensure_ascii=False))
             return
         self.stdout.write(render_text(plan))
+
+    def _pdf(self, consultation: Any, options: dict[str, Any]) -> None:
+        """The plan's report, rendered here (no worker), written where asked."""
+        target: Path = options["pdf"]
+        appendix = [a.strip() for a in str(options["appendix"]).split(",") if a.strip()]
+        actor, _ = cli_identity()
+        try:
+            report = report_request(
+                actor=actor,
+                consultation=consultation,
+                paper=options["paper"],
+                appendix=appendix,
+                enqueue=False,
+            )
+        except ReviewError as exc:
+            raise CommandError(str(exc)) from exc
+        if report_render(report_id=report.pk) != ReportStatus.DONE:
+            report.refresh_from_db()
+            raise CommandError(f"the PDF report failed: {report.error}")
+        report.refresh_from_db()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(report_path(report).read_bytes())
+        self.stderr.write(f"PDF report written to {target} ({report.size_bytes} bytes)")
 
 
 def render_text(plan: dict[str, Any]) -> str:

@@ -14,7 +14,9 @@ from consult.models import DossierStatus, LesionDossier
 from consult.services.consultations import consultation_start
 from consult.services.dossiers import dossier_submit
 from mdtboard.audit.models import AuditEvent
+from tests.fixtures.consultations import imported
 from tests.fixtures.htmx import HISTORY_RESTORE, HTMX
+from tests.fixtures.seed import load_seed
 from tests.paths import PUBLIC_CASES
 
 pytestmark = pytest.mark.django_db
@@ -166,9 +168,32 @@ def test_section_save_stores_values_and_empty_means_not_available(
     dossier.refresh_from_db()
     assert dossier.data["labs"]["bilirubin_mg_dl"] == 1.4
     assert dossier.data["labs"]["albumin_g_dl"] is None
-    # Child-Pugh now lacks albumin: the summary says which input is missing, not a guess
+    # Child-Pugh now lacks albumin: the summary says which input is missing (by its label,
+    # as the form names it), not a guess
     page = client.get(reverse("consult:dossier-detail", args=[dossier.pk])).content.decode()
-    assert "labs.albumin_g_dl" in page
+    row = page[page.index('id="derived-child_pugh_score"') :]
+    row = row[: row.index("</tr>")]
+    assert "Albumin (g/dL)" in row
+    assert "labs.albumin_g_dl" not in row
+
+
+def test_the_dossier_shows_dose_calculations_only_for_drugs_its_cancer_is_treated_with(
+    client: Any, clinician: Any, team: Any
+) -> None:
+    # given the published seed and two dossiers with weight and creatinine recorded
+    load_seed()
+    liver = imported(clinician, team, "pub-hcc-01.json")
+    lung = imported(clinician, team, "pub-lung-02.json")
+    client.force_login(clinician)
+
+    def page(dossier: LesionDossier) -> str:
+        return client.get(reverse("consult:dossier-detail", args=[dossier.pk])).content.decode()
+
+    # then a liver dossier shows no carboplatin dose (no liver guideline step gives it)
+    assert 'id="derived-carboplatin_auc5_mg"' not in page(liver)
+    assert 'id="derived-child_pugh_score"' in page(liver)
+    # and a lung dossier, whose guideline steps do, shows it
+    assert 'id="derived-carboplatin_auc5_mg"' in page(lung)
 
 
 def test_a_section_saved_by_a_colleague_meanwhile_is_not_overwritten(

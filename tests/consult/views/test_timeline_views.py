@@ -168,10 +168,14 @@ def test_report_appendix_shows_the_course_from_the_snapshot(
 ) -> None:
     # given a completed consultation on the restaging dossier
     consultation = _completed(clinician, dossier)
-    # when the report is rendered
+    # when the report is rendered with the course chosen for its appendix
     state = review_state_get(consultation=consultation)
     context = report_context(
-        state=state, decided=state.decided, paper="a4", generated=timezone.now()
+        state=state,
+        decided=state.decided,
+        paper="a4",
+        generated=timezone.now(),
+        appendix=["timeline"],
     )
     text = page_text(render_to_string("review/report.html", context))
     # then its appendix carries the course with the computed response and its arithmetic

@@ -34,6 +34,7 @@ from knowledge.services import (
 from mdtboard.audit.models import AuditEvent
 from tests.fixtures.htmx import HISTORY_RESTORE, HTMX
 from tests.knowledge.kb_factory import SAFETY, SOURCE, merge_bomb, spec, unit
+from tests.page_text import page_text
 from tests.paths import PUBLIC_CASES
 
 pytestmark = pytest.mark.django_db
@@ -502,6 +503,37 @@ def test_evidence_shows_published_and_retired_versions_but_never_unpublished_one
         assert "Section 6.1" in page
         assert "version 1, retired" in page
     assert client.get(reverse("knowledge:evidence", args=[999999])).status_code == 404
+
+
+def test_evidence_opens_with_its_source_and_reads_its_conditions_in_words(
+    client: Any, curator: Any, second_curator: Any, clinician: Any, sourced: None
+) -> None:
+    # given a published unit that applies at BCLC 0 or A without portal hypertension
+    context = {
+        "all": [
+            {"fact": "derived.bclc", "op": "in", "value": ["0", "A"]},
+            {"fact": "organ_function.clinically_significant_portal_hypertension", "op": "is_false"},
+            {"fact": "labs.platelets_10e9_l", "op": "ge", "value": 50},
+        ]
+    }
+    version = version_publish(
+        actor=second_curator, version=_in_review(curator, "hcc.resection", context=context)
+    )
+    # when a clinician follows the citation from a plan
+    client.force_login(clinician)
+    page = page_text(client.get(reverse("knowledge:evidence", args=[version.pk])).content.decode())
+    # then it opens with the source (organisation, guideline, version, section) and its address
+    source = "Test Society Test guideline on liver tumours (2025), Section 6.1."
+    assert source in page
+    assert page.index(source) < page.index("Liver resection is the first option")
+    assert "https://example.org/guideline" in page
+    # and its conditions read as clinical sentences, not the rule's keys
+    assert "BCLC stage is one of 0, A" in page
+    assert "Clinically significant portal hypertension: no" in page
+    assert "Platelets (×10⁹/L) is at least 50" in page  # noqa: RUF001 - the unit's sign
+    applies = page[page.index("Applies when") : page.index("Action")]
+    assert "derived." not in applies
+    assert "organ_function" not in applies
 
 
 # --- the edit form ------------------------------------------------------------------------

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.django_db
 # Pages a visitor must reach without logging in. Everything else redirects to the login page.
 PUBLIC_PREFIXES = (
     "/healthz",
+    "/favicon.ico",
     "/schema/mdtboard.case-1.json",
     "/accounts/login/",
     "/accounts/password/reset/",
@@ -181,8 +182,49 @@ def test_admin_invites_a_clinician_who_sets_a_password_and_logs_in(
         follow=True,
     )
     assert response.status_code == 200
-    # then they can log in with it
+    # then they land on the sign-in page, told what to do next (not a page with no way on)
+    assert response.redirect_chain[-1][0] == reverse("account_login")
+    assert b"Your password is set. Sign in with your email and new password." in response.content
+    # and they can log in with it
     assert client.login(email="new.doctor@hospital.test", password="a long new passphrase 42")
+
+
+def test_inviting_someone_who_has_not_accepted_yet_sends_a_new_link(
+    client: Any, admin_user: Any, team: Any
+) -> None:
+    # given an invitation nobody has accepted yet
+    client.force_login(admin_user)
+    data = {"email": "late@hospital.test", "role": "clinician", "teams": [team.pk]}
+    client.post(reverse("accounts:invite"), data)
+    invited = User.objects.get(email="late@hospital.test")
+    # when the admin invites the same address again
+    response = client.post(reverse("accounts:invite"), data, follow=True)
+    # then a new link is sent to the same account, and the page says so
+    assert b"had not accepted yet: a new invitation link was sent" in response.content
+    assert User.objects.filter(email="late@hospital.test").count() == 1
+    assert len(mail.outbox) == 2
+    assert mail.outbox[-1].to == ["late@hospital.test"]
+    assert AuditEvent.objects.filter(action="user.reinvite", object_id=str(invited.pk)).exists()
+    # but once they have set a password, the address is taken
+    invited.set_password("a long new passphrase 42")
+    invited.save()
+    taken = client.post(reverse("accounts:invite"), data)
+    assert b"already exists" in taken.content
+    assert len(mail.outbox) == 2
+
+
+def test_the_sign_in_page_offers_no_sign_up_while_sign_up_is_closed(client: Any) -> None:
+    page = client.get(reverse("account_login")).content.decode()
+    assert reverse("account_signup") not in page
+    assert "sign up" not in page.lower()
+    assert "Accounts are made by invitation" in page
+
+
+def test_the_favicon_is_served_to_anyone(client: Any) -> None:
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/svg+xml"
+    assert response.content.startswith(b"<svg")
 
 
 def test_invite_refuses_a_clinician_without_team_and_a_taken_email(

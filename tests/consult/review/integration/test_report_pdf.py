@@ -48,8 +48,12 @@ def _text(data: bytes) -> str:
     return _norm(" ".join(page.extract_text() for page in reader.pages))
 
 
-def _render(consultation: Any, user: Any, paper: str = "a4") -> tuple[PlanReport, bytes]:
-    report = services.report_request(actor=user, consultation=consultation, paper=paper)
+def _render(
+    consultation: Any, user: Any, paper: str = "a4", appendix: tuple[str, ...] = ()
+) -> tuple[PlanReport, bytes]:
+    report = services.report_request(
+        actor=user, consultation=consultation, paper=paper, appendix=appendix
+    )
     assert services.report_render(report_id=report.pk) == "done"
     report.refresh_from_db()
     return report, services.report_path(report).read_bytes()
@@ -61,8 +65,10 @@ def test_pdf_of_a_public_case_has_what_a_colleague_takes_into_the_meeting(
 ) -> None:
     # given the board's plan of a public case (pub-hcc-03, run by the guideline engine)
     plan = finished.plan.payload
-    # when its report is rendered
-    report, data = _render(finished, clinician)
+    # when its report is rendered with every appendix section
+    report, data = _render(
+        finished, clinician, appendix=("evidence", "gates", "members", "dossier")
+    )
     text = _text(data)
     # then it names the staging values of the case's cancer
     for key in ("bclc", "child_pugh_class", "child_pugh_score", "albi_grade"):
@@ -89,8 +95,9 @@ def test_pdf_of_a_public_case_has_what_a_colleague_takes_into_the_meeting(
     assert _norm(anchor) in text
     assert finished.plan.content_hash in text.replace(" ", "")
     assert _norm(DISCLAIMER) in text
-    # and the agent-trace appendix says who concluded what
-    assert "Appendix: agent trace" in text
+    # and the members' appendix says who concluded what
+    assert "Appendix: board members' conclusions" in text
+    assert "Who concluded what, round by round" in text
     # and the plan rides along as its JSON, equal to the stored plan
     attached = PdfReader(io.BytesIO(data)).attachments["plan.json"][0]
     assert json.loads(attached) == plan
@@ -174,8 +181,10 @@ def test_hostile_text_in_a_plan_is_printed_as_text_and_nothing_is_fetched(
         return real(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", connect)
-    # when the report is rendered
-    report = services.report_request(actor=clinician, consultation=consultation, paper="a4")
+    # when the report is rendered, with the members' conclusions appended
+    report = services.report_request(
+        actor=clinician, consultation=consultation, paper="a4", appendix=["members"]
+    )
     html, plan = report_html(report=report)
     fetcher = LocalOnlyFetcher()
     data = pdf_render(html=html, attachment=plan_json_bytes(plan), title="t", fetcher=fetcher)

@@ -47,7 +47,7 @@ def test_the_recommendation_comes_first_and_each_item_says_why_it_applies(
     # the question and its answer (which names the pathway), then the pathway, alternatives
     # with when, and what was ruled out, in that order
     answer = text.index("Answer")
-    text = text[text.index("Confidence:", answer) :]  # the end of the question's card
+    text = text[text.index("Recommended pathway", answer) :]  # the end of the question's card
     order = [text.index(h) for h in ("Recommended pathway", "Alternatives", "Ruled out")]
     assert order == sorted(order)
     pathway = text[text.index("Recommended pathway") : text.index("Alternatives")]
@@ -100,7 +100,7 @@ def test_only_the_staging_of_the_cases_cancer_is_shown(
 
     _, text = _plan_page(client, clinician, team, case)
     start = text.index("Question")
-    question = text[start : text.index("Confidence:", start)]
+    question = text[start : text.index("Recommended pathway", start)]
     own = relevant_staging(json.loads((PUBLIC_CASES / case).read_text()))
     assert own, "the case's cancer has staging systems"
     for key, label in STAGING_LABELS.items():
@@ -120,7 +120,55 @@ def test_a_pathway_item_that_waits_for_a_precondition_says_so(
     client.force_login(clinician)
     html = client.get(reverse("consult:plan-detail", args=[consultation.pk])).content.decode()
     text = page_text(html[html.index("<main") : html.index("</main>")])
-    text = text[text.index("Confidence:") :]  # after the question and its answer
+    text = text[text.index("Recommended pathway") :]  # after the question and its answer
     pathway = text[text.index("Recommended pathway") : text.index("Alternatives")]
     # then the page says what it waits for, in words, before anything else about the item
     assert "Only once: the large varices have been treated (nothing safer is on offer)" in pathway
+
+
+@pytest.mark.parametrize("case", ["pub-hcc-03.json", "pub-breast-01.json", "pub-lymph-02.json"])
+def test_the_answer_comes_first_and_internals_wait_in_the_audit_details(
+    client: Any, clinician: Any, team: Any, case: str
+) -> None:
+    # given the plan page of a public case
+    consultation = completed(clinician, team, case)
+    client.force_login(clinician)
+    html = client.get(reverse("consult:plan-detail", args=[consultation.pk])).content.decode()
+    main = html[html.index("<main") : html.index("</main>")]
+    # then the answer is at most three sentences, and names the pathway's leading option
+    answer = main[main.index('id="answer"') : main.index('id="staging"')]
+    assert 1 <= answer.count('class="answer__sentence"') <= 3
+    components = consultation.plan.payload["recommendation"]["components"]
+    leading = next(c for c in components if c["role"] == "primary" and not c.get("adjunct"))
+    assert leading["description"].split()[0].lower() in page_text(answer).lower()
+    # and the clinical part of the page shows no hash, case id, raw confidence or booleans
+    clinical, audit = page_text(main).split("Audit details", 1)
+    assert consultation.plan.content_hash not in clinical
+    assert consultation.dossier.case_id not in clinical
+    assert "Confidence" not in clinical
+    assert not {"True", "False", "None"} & set(clinical.replace(".", " ").split())
+    # which the audit details keep, the confidence explained
+    assert consultation.plan.content_hash in audit
+    assert consultation.dossier.case_id in audit
+    assert "not a probability of benefit" in audit
+
+
+def test_gates_that_passed_fold_into_one_line_and_rules_that_do_not_apply_hide(
+    client: Any, clinician: Any, team: Any
+) -> None:
+    consultation = completed(clinician, team, "pub-hcc-03.json")
+    client.force_login(clinician)
+    html = client.get(reverse("consult:plan-detail", args=[consultation.pk])).content.decode()
+    gates = consultation.plan.payload["safety"]["gates"]
+    passed = [g for g in gates if g["status"] == "pass" and g.get("effect") != "clear"]
+    clear = [g for g in gates if g["status"] == "pass" and g.get("effect") == "clear"]
+    assert passed
+    assert clear
+    # then failed and unknown gates are open; passed ones fold behind one counted line
+    shown = html[html.index('id="gates-to-read"') : html.index('id="gates-passed"')]
+    assert shown.count('class="gate gate--') == len(gates) - len(passed) - len(clear)
+    summary = f"{len(passed)} check{'s' if len(passed) != 1 else ''} passed"
+    assert summary in page_text(html)
+    # and the rules that do not concern this patient are behind their own toggle
+    assert f"{len(clear)} rules do not apply to this patient" in page_text(html)
+    assert '<details class="gates-more" id="gates-not-applicable">' in html
