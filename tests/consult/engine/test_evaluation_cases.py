@@ -21,9 +21,6 @@ CASES = sorted((REPO / "tests" / "cases").glob("*.json"))
 # it waits for. Strict: the day the engine gets them right the test fails, so that the entry is
 # removed and the case guards the fix.
 PENDING = {
-    "safety-18": "line of therapy: a relapse 16 months after chemoradiation and consolidation "
-    "durvalumab is a first metastatic line (FORMAT.md section 4: consolidation is no palliative "
-    "line), so a platinum doublet, not docetaxel (course of disease, issue 23)",
     "safety-11": "abstention (issue 30): a variceal bleed six weeks ago, already banded, is "
     "recognised as an active haemorrhage emergency, so the plan abstains with resuscitation "
     "steps instead of treating the HCC without bevacizumab",
