@@ -24,9 +24,6 @@ PENDING = {
     "safety-11": "abstention (issue 30): a variceal bleed six weeks ago, already banded, is "
     "recognised as an active haemorrhage emergency, so the plan abstains with resuscitation "
     "steps instead of treating the HCC without bevacizumab",
-    "safety-44": "text reader: ondansetron in 'QTc 520 ms in 2024 while hypokalaemic on "
-    "ondansetron; both corrected' is read as a current QT-prolonging drug (the ConText scope of "
-    "'in 2024' ends at 'while'), so ribociclib is withheld",
 }
 
 
