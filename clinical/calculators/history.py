@@ -83,6 +83,18 @@ _SPAN_END = re.compile(
 )
 
 
+# "A, then B": a course of phases. Stopped for toxicity, it stopped in its last phase; the
+# phases before it were given in full (chemoradiation, then durvalumab consolidation stopped
+# for pneumonitis: the carboplatin-paclitaxel was tolerated).
+_THEN = re.compile(r"[,;]?\s*\b(?:and\s+)?(?:then|followed\s+by)\b", re.IGNORECASE)
+
+
+def _stopped_phase(regimen: str) -> str:
+    """The phase of a course a stop for toxicity ended: its last one."""
+    last = _THEN.split(regimen)[-1].strip(" ,;-")
+    return last or regimen
+
+
 @dataclass(frozen=True)
 class PriorOutcome:
     regimen: str
@@ -188,7 +200,11 @@ def prior_outcomes(case: Mapping[str, Any]) -> tuple[list[PriorOutcome], bool]:
         reason = _stop_reason(therapy)
         response = therapy.get("best_response")
         said = {o.outcome for o in written}
-        if reason in ("progression", "intolerance"):
+        if reason == "intolerance" and _stopped_phase(text) != text:
+            phase = _stopped_phase(text)
+            how = f"recorded: stopped for intolerance during its last phase ('{phase}')"
+            found.append(PriorOutcome(phase.lower(), reason, how))
+        elif reason in ("progression", "intolerance"):
             found.append(PriorOutcome(text.lower(), reason, f"recorded: stopped for {reason}"))
         elif isinstance(response, str) and response.strip().upper() == "PD":
             found.append(PriorOutcome(text.lower(), "progression", "best response PD"))

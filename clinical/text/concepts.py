@@ -24,6 +24,7 @@ CONTEXT_CATEGORIES: Final = frozenset(
         "FAMILY",
         "TERMINATE",
         "PSEUDO",
+        "CLAUSE_BREAK",
     }
 )
 

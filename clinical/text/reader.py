@@ -199,6 +199,8 @@ def _build(d: Dictionary) -> Any:
         kwargs["on_modifies"] = (
             _not_across_a_result if spec.category == "NEGATED_EXISTENCE" else _not_inside
         )
+        if spec.category not in ("HISTORICAL", "CLAUSE_BREAK"):
+            kwargs["terminated_by"] = {"CLAUSE_BREAK"}  # see the "while" cue (concepts.yaml)
         if spec.excluded_types:
             kwargs["excluded_types"] = set(spec.excluded_types)
         rules.append(ConTextRule(spec.literal, spec.category, direction=spec.direction, **kwargs))

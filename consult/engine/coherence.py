@@ -286,6 +286,18 @@ def _gives_class(item: Mapping[str, Any], gives: lexicon.Given, cls: str) -> boo
     return gives.gives_class(cls)
 
 
+def _gives_ruled_out_drug(gives: lexicon.Given, drug: str, ruled_out: set[str]) -> bool:
+    """Whether the item gives a ruled-out drug: by name, or by a class it names whose every
+    member is ruled out. "A CNS-active ALK inhibitor is given" does not give lorlatinib when
+    only lorlatinib is ruled out: alectinib fulfils it."""
+    if drug in gives.drugs:
+        return True
+    return any(
+        drug in members and members <= lexicon.with_parents(ruled_out)
+        for members in (lexicon.members(cls) for cls in gives.open_classes)
+    )
+
+
 def _gives_ruled_out_drugs(option: str, item: Mapping[str, Any]) -> bool:
     """Whether the item gives the drugs (or drug classes) the option rules out."""
     ruled = lexicon.given([], option)
@@ -308,7 +320,7 @@ def _gives_ruled_out_drugs(option: str, item: Mapping[str, Any]) -> bool:
         regimen = bool(lexicon.read(option).regimen_drugs)
         if len(wanted) == 1 or not (regimen or _COMBINATION.search(option.lower())):
             # One drug, or a list of drugs each ruled out: any item that gives one of them.
-            return any(gives.gives(d) for d in wanted)
+            return any(_gives_ruled_out_drug(gives, d, wanted) for d in wanted)
         # A combination or a named regimen: an item that gives that combination, nothing less
         # and nothing more (carboplatin-pemetrexed ruled out for pembrolizumab with
         # carboplatin-pemetrexed is a choice, not a contradiction).

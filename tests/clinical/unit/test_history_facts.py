@@ -43,6 +43,19 @@ def test_history_recorded_progression_and_intolerance() -> None:
     assert intolerant_of(case(therapies)).value == ["capecitabine"]
 
 
+def test_history_a_course_of_phases_stopped_for_toxicity_stopped_in_its_last_phase() -> None:
+    # given chemoradiation then consolidation immunotherapy, stopped for toxicity
+    regimen = (
+        "concurrent carboplatin-paclitaxel chemoradiation 60 Gy, then durvalumab consolidation"
+    )
+    therapies = [{"line": 0, "regimen": regimen, "stop_reason": "toxicity"}]
+    # then the drug not tolerated is the consolidation, not the chemotherapy given in full
+    assert intolerant_of(case(therapies)).value == ["durvalumab consolidation"]
+    # and a stop for progression still fails the whole course
+    progressed = [{"line": 1, "regimen": regimen, "stop_reason": "progression"}]
+    assert progressed_on(case(progressed)).value == [regimen.lower()]
+
+
 def test_history_best_response_pd_is_progression() -> None:
     therapies = [{"line": 1, "regimen": "R-CHOP x6", "best_response": "PD"}]
     assert progressed_on(case(therapies)).value == ["r-chop x6"]

@@ -69,6 +69,16 @@ def test_reader_a_past_pneumonitis_is_a_history_not_a_current_ild() -> None:
     assert facts == {"organ_function.prior_pneumonitis": True}
 
 
+def test_reader_a_while_clause_shares_the_time_but_not_the_negation_of_its_clause() -> None:
+    # given a past event and the drug it happened on, and a negated event on a current drug
+    past = _facts("QTc 520 ms in 2024 while hypokalaemic on ondansetron; both corrected.")
+    now = _facts("No bleeding while on apixaban.")
+    # then the drug of the past event is not a current medication
+    assert "patient.qt_prolonging_drug" not in past
+    # and the negation of the event does not reach the drug taken now
+    assert now["patient.anticoagulant"] == "apixaban"
+
+
 def test_reader_keeps_each_mention_with_its_sentence_source_and_assertion() -> None:
     # given a note with a negated, a family and a present mention
     note = "No ascites. Mother had lupus.\nDPYD heterozygous *2A carrier."

@@ -117,6 +117,14 @@ def test_coherence_finds_an_alternative_that_gives_what_is_ruled_out() -> None:
         (step("antiviral", "Entecavir 0.5 mg daily"), "Systemic therapy"),
         # a drug named only to be avoided
         (step("systemic", "Paclitaxel weekly, without bevacizumab"), "Bevacizumab"),
+        # a class named by a step, one member of it ruled out: another member fulfils it
+        (
+            step(
+                "surveillance",
+                "Brain MRI every 2-3 months while a CNS-active ALK inhibitor is given",
+            ),
+            "Lorlatinib 100 mg once daily until progression",
+        ),
     ],
 )
 def test_coherence_leaves_distinct_options_alone(item: dict[str, Any], ruled_out: str) -> None:

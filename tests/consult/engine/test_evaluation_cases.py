@@ -21,17 +21,12 @@ CASES = sorted((REPO / "tests" / "cases").glob("*.json"))
 # it waits for. Strict: the day the engine gets them right the test fails, so that the entry is
 # removed and the case guards the fix.
 PENDING = {
-    "safety-18": "line of therapy: a relapse 16 months after chemoradiation and consolidation "
-    "durvalumab is a first metastatic line (FORMAT.md section 4: consolidation is no palliative "
-    "line), so a platinum doublet, not docetaxel (course of disease, issue 23)",
-    "safety-11": "abstention (issue 30): a variceal bleed six weeks ago, already banded, is "
-    "recognised as an active haemorrhage emergency, so the plan abstains with resuscitation "
-    "steps instead of treating the HCC without bevacizumab",
-    "safety-28": "concordant, but fails the pathway-coherence assertions added with issue 23 "
-    "(not investigated before the deadline)",
-    "safety-44": "text reader: ondansetron in 'QTc 520 ms in 2024 while hypokalaemic on "
-    "ondansetron; both corrected' is read as a current QT-prolonging drug (the ConText scope of "
-    "'in 2024' ends at 'while'), so ribociclib is withheld",
+    "safety-11": "abstention (issue 30): 'Admitted 6 weeks ago with haematemesis; ... banded "
+    "four times' sets situation.active_bleeding, because that situation concept keeps historical "
+    "mentions (clinical/text/situations.yaml, historical: keep); dropping them would also drop a "
+    "bleed 'two days ago'; it waits for a recency-aware reading (the event's date against a "
+    "window, treated words such as banded or embolised). Until then the plan abstains instead of "
+    "treating the HCC without bevacizumab",
 }
 
 
