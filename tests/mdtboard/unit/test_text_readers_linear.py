@@ -29,8 +29,20 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 READERS = {reader.__name__: reader for reader in TEXT_READERS}
 
 
-@pytest.mark.parametrize("shape", sorted(HOSTILE_SHAPES))
-@pytest.mark.parametrize("name", sorted(READERS))
+# The readers that run the whole engine (a consultation with its decisive-fact re-runs, the
+# rendered plan and dossier pages) cost seconds per 100 KB: they read every shape through the
+# readers measured one by one above them, so they take a third of the shapes (every third, in
+# name order) to keep the suite's time bounded; every other reader takes all twenty.
+_WHOLE_ENGINE = {"consultation", "dossier_page", "plan_page"}
+_PAIRS = [
+    (name, shape)
+    for name in sorted(READERS)
+    for n, shape in enumerate(sorted(HOSTILE_SHAPES))
+    if name not in _WHOLE_ENGINE or n % 3 == 0
+]
+
+
+@pytest.mark.parametrize(("name", "shape"), _PAIRS)
 def test_text_reader_is_linear_on_every_hostile_shape(name: str, shape: str) -> None:
     # given a reader of free text and 10 KB, then 100 KB, of one hostile shape
     reader = READERS[name]
