@@ -246,6 +246,13 @@ _SYSTEMIC_WORDS = re.compile(
 )
 # The engine's note of where a withdrawn drug was: "capecitabine (in: Single-agent ...)".
 _WHERE_FROM = re.compile(r"\s*\(in:.*$", re.DOTALL)
+# An option that is follow-up ("Surveillance after resection") gives surveillance, not the
+# operation it follows: resecting the lesion does not recommend what was ruled out.
+_SURVEILLANCE_OPTION = re.compile(
+    r"^\s*(?:active\s+)?"
+    r"(?:surveillance|follow[- ]up|observation|watchful\s+waiting|watch\s+and\s+wait)\b",
+    re.IGNORECASE,
+)
 # Drugs that protect or support rather than treat the cancer: a regimen ruled out is not
 # "given" by an item because both list an antiemetic or a bone agent.
 _SUPPORTIVE_CLASSES: Final = frozenset(
@@ -339,6 +346,9 @@ def _gives_ruled_out(option: str, item: Mapping[str, Any]) -> bool:
         return _gives_ruled_out_drugs(option, item)
     if _SYSTEMIC_WORDS.search(option):
         return modality == "systemic"
+    if _SURVEILLANCE_OPTION.search(option):
+        text = _item_text(item)
+        return modality == Modality.SURVEILLANCE or bool(_SURVEILLANCE_OPTION.search(text))
     own = _own_procedure(option)
     if own.kinds:
         return bool(_gives_procedure(own, procedures(_item_text(item)), modality))

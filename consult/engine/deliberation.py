@@ -409,7 +409,11 @@ class Deliberation:
                 )
             ]
             return StepResult(
-                {"report": report.model_dump(), "ungrounded": ungrounded},
+                {
+                    "report": report.model_dump(),
+                    "ungrounded": ungrounded,
+                    "carried_over": answer.carried,
+                },
                 events,
                 answer.usage,
                 answer.fallback,
@@ -541,6 +545,7 @@ class Deliberation:
                     "synthesis": synthesis.model_dump(),
                     "conflicts": [c.model_dump() for c in conflicts],
                     "fallback": answer.fallback,
+                    "carried_over": answer.carried,
                 },
                 events,
                 answer.usage,

@@ -52,6 +52,7 @@ TABLE: dict[str, Row] = {
     # --- intake: patients and dossiers (clinicians of the team, and administrators) ----------
     "consult:patient-list": {"GET": (L, A, A, D, D, A)},  # lists only the user's teams
     "consult:dossier-list": {"GET": (L, A, A, D, D, A)},  # lists only the user's teams
+    "consult:patient-timeline": {"GET": (L, A, H, D, D, A)},  # the patient's team only
     "consult:dossier-create": {"GET": (L, A, A, D, D, A), "POST": (L, A, A, D, D, A)},
     "consult:dossier-import": {"GET": (L, A, A, D, D, A), "POST": (L, A, A, D, D, A)},
     "consult:dossier-detail": {"GET": (L, A, H, D, D, A)},

@@ -147,7 +147,13 @@ def test_llm_consultation_runs_the_protocol_against_the_stub_over_http(
     assert "osimertinib" in json.dumps(plan["recommendation"]).lower()
     messages = AgentMessage.objects.filter(consultation=consultation, kind="report")
     assert messages.exists()
-    assert all(m.tokens_prompt > 0 and m.model_name == "stub-model" for m in messages)
+    # each report asked the model, or (round 2) carried a member's unchanged round-1 report
+    # over without a call: no residual item concerned that member (issue 27)
+    called = [m for m in messages if not m.payload.get("carried_over")]
+    carried = [m for m in messages if m.payload.get("carried_over")]
+    assert all(m.tokens_prompt > 0 and m.model_name == "stub-model" for m in called)
+    assert all(m.round == 2 and m.tokens_prompt == 0 for m in carried)
+    assert {m.role for m in called if m.round == 2} >= {"safety", "treatment"}
     assert consultation.tokens_prompt > 0
     assert_unbroken(consultation)
 

@@ -257,6 +257,7 @@ def _rendered_report(consultation: Any, user: Any) -> Any:
 # Path parameters of each route that has any, from the world's objects.
 ARGUMENTS: dict[str, Callable[[World], dict[str, Any]]] = {
     "consult:dossier-detail": lambda w: {"pk": w.dossier.pk},
+    "consult:patient-timeline": lambda w: {"pk": w.dossier.patient_id},
     "consult:dossier-edit": lambda w: {"pk": w.dossier.pk, "section": "patient"},
     "consult:dossier-check-field": lambda w: {"pk": w.dossier.pk, "section": "patient"},
     "consult:dossier-submit": lambda w: {"pk": w.dossier.pk},
