@@ -631,13 +631,18 @@ def _new_lesions(case: Mapping[str, Any]) -> list[str] | None:
 
 def oligoprogression(case: Mapping[str, Any]) -> CalcResult:
     """True: the disease progresses in a few sites on a systemic therapy that controls the rest;
-    False: it does not (or progression is widespread); None: not progressing on systemic
-    therapy, or not known."""
+    False: it does not (widespread progression, or the setting is not progression on
+    treatment); None: the setting, the systemic therapy or the extent is not recorded."""
     name = "oligoprogression"
     inputs = Inputs(case)
     setting = lookup(case, "diagnosis.setting")
+    if not setting:
+        return inputs.result(name, None, OLIGO_SOURCE, "disease setting not recorded")
     if setting != "progressive":
-        return inputs.result(name, None, OLIGO_SOURCE, "not progressing on treatment")
+        # Newly diagnosed, recurrent after completed treatment or residual after neoadjuvant
+        # therapy: nothing progresses on a current systemic therapy, so the question is
+        # answered (no), not open.
+        return inputs.result(name, False, OLIGO_SOURCE, f"not progressing on treatment ({setting})")
     read = courses(case) or []
     systemic = [c for c in read if c.kind == "systemic"]
     if not systemic:
