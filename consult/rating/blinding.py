@@ -80,6 +80,7 @@ _AGENT = re.compile(
     r"(?:agent|member|role|seat|specialist)s?\b",
     re.IGNORECASE,
 )
+_BRACKETED = re.compile(r"\s*\([^)]*\)")
 _UNCHECKED = re.compile(r":? cannot be checked for (?P<what>.+?); needs (?P<needs>.+)$")
 # A unit in brackets after a clinical label: "QTc (ms)", "LVEF (%)", "Creatinine (mg/dL)".
 _LABEL_UNIT = re.compile(
@@ -334,15 +335,30 @@ def _precautions(doc: Mapping[str, Any]) -> tuple[str, ...]:
     # A gate that failed or could not be checked says so unless a warning already did (the
     # engine writes a failed gate's rule as a warning too: "Name. Text" beside "Name: Text").
     said = [n.casefold() for n in notes]
+    unrecorded: list[str] = []
     for status in ("fail", "unknown"):
         for gate in safety.get("gates") or []:
             if gate.get("status") != status:
                 continue
-            text = _gate_text(gate)
             name = str(gate.get("detail") or "").split(":", 1)[0].casefold()
-            if text and not any(s.startswith(name) for s in said):
+            if any(s.startswith(name) for s in said):
+                continue
+            match = _UNCHECKED.search(str(gate.get("detail") or ""))
+            if status == "unknown" and match:
+                # What the record lacks, said once for all the rules that wait for it, as a
+                # clinician notes it ("QTc and LVEF not recorded").
+                unrecorded += [
+                    _lower_first(clinical_sentence(n, 6, full_stop=False))
+                    for n in match["needs"].split(", ")
+                ]
+                continue
+            text = _gate_text(gate)
+            if text:
                 notes.append(text)
                 said.append(text.casefold())
+    missing = [n for n in _unique([_BRACKETED.sub("", n).strip() for n in unrecorded]) if n]
+    if missing:
+        notes.append(clinical_sentence(f"Not recorded: {', '.join(missing)}", NOTE_WORDS))
     return _unique(notes)
 
 

@@ -113,9 +113,11 @@ def test_a_packet_shows_the_same_items_at_the_same_level_of_detail() -> None:
     text = blind_plan_text(system, "A")
     for machine in ("->", ">=", "Before starting", "needs", "_ms", "mg"):
         assert machine not in text, machine
-    # and the gate that could not run reads as a clinical check in the system's own plan
+    # and the gates that could not run read as what the record lacks, said once, as a
+    # clinician notes it ("Not recorded: QTc.")
     alone = blind_packet(SYSTEM, SYSTEM)[0]
-    assert "Check QTc before lenvatinib." in alone.precautions
+    assert "Not recorded: QTc." in alone.precautions
+    assert not any("cannot be checked" in p for p in alone.precautions)
 
 
 def test_the_same_plan_twice_reads_identical() -> None:
