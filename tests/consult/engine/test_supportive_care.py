@@ -7,12 +7,17 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from django.template.loader import render_to_string
+
 from clinical.plan import Plan
 from clinical.vocab import Phase, ResponseAnchor
 from consult.engine.drug_monitoring import for_pathway
 from consult.engine.guideline import plan_summary
 from consult.engine.pathway_pass import SUPPORTIVE_ALREADY_INCLUDED, pathway_pass
 from consult.engine.schemas import MonitoringProposal, ProposedComponent
+from consult.plan_view import plan_view
+from tests.consult.engine.offline_plans import offline_plan
+from tests.paths import REPO
 
 
 def _plan(*items: dict[str, Any], summary: str = "s") -> Plan:
@@ -168,3 +173,28 @@ def test_a_regimen_naming_a_drug_class_keeps_that_class_monitoring() -> None:
     units = {"ribociclib": _unit("ribociclib")}
     steps = [_step("Aromatase inhibitor plus a CDK4/6 inhibitor (ribociclib or palbociclib)")]
     assert len(for_pathway([_proposal("ribociclib")], steps, units)) == 1
+
+
+def test_the_plan_of_a_case_reads_concurrent_and_prior_steps_as_a_board_would() -> None:
+    # given an HCC plan with HBV prophylaxis, durvalumab-tremelimumab and a beta-blocker
+    plan = offline_plan(REPO / "tests" / "cases" / "care-14.json")
+    summary = plan["recommendation"]["summary"]
+    # then the prophylaxis comes first, the beta-blocker goes alongside the regimen
+    assert "with hepatology co-management; then Tremelimumab" in summary
+    assert "every 4 weeks; alongside: Primary variceal-bleeding prophylaxis" in summary
+    # and the plan page marks both
+    html = render_to_string("consult/partials/_recommendation.html", {"view": plan_view(plan)})
+    assert html.count("(alongside the step before)") == 1
+    assert html.count("(before the next step)") == 1
+
+
+def test_tumour_lysis_prophylaxis_and_its_monitoring_lead_the_plan_at_high_risk() -> None:
+    plan = offline_plan(REPO / "tests" / "cases" / "care-01.json")
+    first = plan["recommendation"]["components"][0]
+    assert first["role"] == "primary"
+    assert first["timing"] == "before"
+    assert "rasburicase" in first["description"]
+    # no CDK4/6 or checkpoint-inhibitor monitoring on a lymphoma pathway without them
+    whats = " ".join(m["what"] for m in plan["monitoring"])
+    assert "checkpoint" not in whats
+    assert "palbociclib" not in whats
