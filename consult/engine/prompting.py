@@ -135,11 +135,15 @@ def _without_identity(patient: Any) -> Any:
     return {k: v for k, v in patient.items() if k != "pseudonym"}
 
 
-def evidence_brief(evidence: Sequence[Evidence], cited: Iterable[str] = ()) -> list[dict[str, Any]]:
+def evidence_brief(
+    evidence: Sequence[Evidence], cited: Iterable[str] = (), *, actions: bool = True
+) -> list[dict[str, Any]]:
     """Each unit as its id and one line (its title), whether it applies (and what is missing
     when that depends on missing data), what a unit that applies recommends in a few words (a
     therapy's drugs, a surveillance interval, a safety rule's severity); the full text only for
-    ``cited``."""
+    ``cited``. Without ``actions`` (a reviewer, who reads the proposal's own items and their
+    ids) a therapy's or surveillance's recommendation is left out; a safety rule's severity
+    stays."""
     full = set(cited)
     lines = []
     for e in evidence:
@@ -148,6 +152,8 @@ def evidence_brief(evidence: Sequence[Evidence], cited: Iterable[str] = ()) -> l
             line["missing"] = list(e.missing)
         # What a unit recommends matters once it applies; until then, what it is waiting for.
         action = e.action if e.applies is True else {}
+        if not actions and action.get("type") != "safety":
+            action = {}
         match action.get("type"):
             case "therapy":
                 line["action"] = compact(
@@ -235,16 +241,22 @@ def cited_ids(report: Any) -> set[str]:
 
 def concerning(evidence: Sequence[Evidence], report: Any) -> list[Evidence]:
     """The units of a reviewer's evidence that bear on ``report``: a safety rule only when it
-    names a drug or modality the report proposes (or names none: a rule about the patient),
-    every other unit once it is decided whether it applies. A rule about drugs nobody proposed
+    names a drug or modality the report proposes (or names none: a rule about the patient), a
+    therapy step when the report proposes treatment or cites it, every other unit once it is
+    decided whether it applies. A rule about drugs nobody proposed
     has nothing to review."""
     proposed = {
         name.lower() for c in report.components for name in (*c.agents, str(c.modality)) if name
     }
     words = " ".join(c.description.lower() for c in report.components)
+    cited = cited_ids(report)
     kept = []
     for e in evidence:
         action = e.action
+        if action.get("type") == "therapy" and not report.components and e.unit_id not in cited:
+            # A report that proposes no treatment (Safety's, Monitoring's) is not reviewed
+            # against therapy steps it does not name.
+            continue
         if action.get("type") != "safety":
             # A therapy step or staging rule that waits for missing data says nothing about
             # this proposal yet (its member asks for the data in its own report).
@@ -255,6 +267,39 @@ def concerning(evidence: Sequence[Evidence], report: Any) -> list[Evidence]:
         if not names or any(n in proposed or n in words for n in names):
             kept.append(e)
     return kept
+
+
+def critiques_brief(critiques: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """The critiques a member received, each said once: the members who agreed by name only,
+    an objection made in the same words (by several members, or in a review and a vote) once
+    with all their names and items, and a reason left out where the critique already says
+    it."""
+    agreed: list[str] = []
+    objections: dict[str, dict[str, Any]] = {}
+    for who, critique in critiques:
+        data = compact_dict(critique.model_dump())
+        if data.get("agree") and not data.get("concerns") and not data.get("demote"):
+            if who not in agreed:
+                agreed.append(who)
+            continue
+        text = str(data.get("critique") or "")
+        reasons = {
+            item: reason
+            for item, reason in (data.get("reasons") or {}).items()
+            if str(reason) not in text
+        }
+        entry = objections.setdefault(text, {"from": [], "critique": text})
+        if who not in entry["from"]:
+            entry["from"].append(who)
+        # The same objection raised twice (in a review and again with a vote) carries the
+        # items of both.
+        for field in ("concerns", "demote"):
+            for item in data.get(field) or ():
+                if item not in entry.setdefault(field, []):
+                    entry[field].append(item)
+        if reasons:
+            entry.setdefault("reasons", {}).update(reasons)
+    return compact_dict({"agreed": agreed, "objections": list(objections.values())})
 
 
 def report_gist(report: Any) -> dict[str, Any]:

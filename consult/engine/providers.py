@@ -176,9 +176,7 @@ class LLMProvider:
                 prompting.report_brief(inp.previous) if inp.previous is not None else None
             ),
             "residual_contexts": [prompting.compact(r.model_dump()) for r in inp.residuals[-2:]],
-            "critiques_received": [
-                {"from": who, **prompting.compact(c.model_dump())} for who, c in inp.critiques
-            ],
+            "critiques_received": prompting.critiques_brief(inp.critiques),
             "similar_past_cases": [
                 prompting.compact({"label": p.label, "summary": p.summary, "lesson": p.lesson})
                 for p in inp.experience
@@ -199,7 +197,9 @@ class LLMProvider:
             "reviewer": inp.reviewer,
             "case": prompting.case_for(inp.reviewer, inp.case),
             "evidence": prompting.evidence_brief(
-                prompting.concerning(inp.evidence, inp.report), prompting.cited_ids(inp.report)
+                prompting.concerning(inp.evidence, inp.report),
+                prompting.cited_ids(inp.report),
+                actions=False,
             ),
             "target": inp.target,
             "report": prompting.report_brief(inp.report),
@@ -284,8 +284,9 @@ class LLMProvider:
         user = {
             "role": inp.role,
             "round": inp.round,
-            "your_report": prompting.report_brief(inp.report),
-            # The member's report names the units it rests on; the draft is what is voted on.
+            # What the member concluded and proposed (the evidence behind it was weighed in the
+            # reviews); the draft is what is voted on.
+            "your_report": prompting.report_gist(inp.report),
             "draft_plan": prompting.draft_brief(inp.draft),
         }
         value, usage, fallback = await self._ask(inp.role, "voter", user, Vote)
