@@ -147,9 +147,14 @@ def evidence_brief(
     full = set(cited)
     lines = []
     for e in evidence:
-        line: dict[str, Any] = {"unit_id": e.unit_id, "says": e.title, "applies": e.applies}
-        if e.missing:
+        line: dict[str, Any] = {"unit_id": e.unit_id, "says": e.title}
+        if e.missing and e.applies is None:
+            # Waiting for data: the missing fields say so (the common prompt's rule).
             line["missing"] = list(e.missing)
+        else:
+            line["applies"] = e.applies
+            if e.missing:
+                line["missing"] = list(e.missing)
         # What a unit recommends matters once it applies; until then, what it is waiting for.
         action = e.action if e.applies is True else {}
         if not actions and action.get("type") != "safety":
@@ -177,6 +182,36 @@ def evidence_brief(
             line["text"] = e.text
         lines.append(line)
     return lines
+
+
+def waiting(evidence: Sequence[Evidence], cited: Iterable[str] = ()) -> list[Evidence]:
+    """The units that wait for missing data (whether they apply is not known), except those
+    ``cited`` (their full text goes with the evidence)."""
+    full = set(cited)
+    return [e for e in evidence if e.applies is None and e.missing and e.unit_id not in full]
+
+
+def evidence_parts(
+    evidence: Sequence[Evidence], cited: Iterable[str] = (), *, actions: bool = True
+) -> dict[str, Any]:
+    """A member's evidence as the prompt carries it: ``evidence`` (``evidence_brief``) for the
+    units decided, and ``waiting_for_data``: the units that wait for missing data, grouped by
+    the data they wait for (each unit id with its one line), so that twenty rules waiting for
+    the same bilirubin name it once."""
+    cited = set(cited)
+    pending = waiting(evidence, cited)
+    skipped = {e.unit_id for e in pending}
+    groups: dict[str, dict[str, str]] = {}
+    for e in pending:
+        groups.setdefault(", ".join(e.missing), {})[e.unit_id] = e.title
+    return compact_dict(
+        {
+            "evidence": evidence_brief(
+                [e for e in evidence if e.unit_id not in skipped], cited, actions=actions
+            ),
+            "waiting_for_data": groups,
+        }
+    )
 
 
 def report_brief(report: Any) -> dict[str, Any]:
@@ -299,19 +334,42 @@ def critiques_brief(critiques: Iterable[tuple[str, Any]]) -> dict[str, Any]:
                     entry[field].append(item)
         if reasons:
             entry.setdefault("reasons", {}).update(reasons)
-    return compact_dict({"agreed": agreed, "objections": list(objections.values())})
+    # In a fixed order (members answer concurrently): the same critiques read the same.
+    for entry in objections.values():
+        entry["from"].sort()
+    return compact_dict(
+        {
+            "agreed": sorted(agreed),
+            "objections": sorted(objections.values(), key=lambda e: (e["from"], e["critique"])),
+        }
+    )
 
 
-def report_gist(report: Any) -> dict[str, Any]:
+def residual_brief(residuals: Sequence[Any]) -> list[dict[str, Any]]:
+    """The residual contexts of the last two rounds (MDTeamGPT), a summary that repeats the
+    one before it said once: a stalled round adds nothing to read."""
+    briefs: list[dict[str, Any]] = []
+    for residual in residuals[-2:]:
+        brief = compact_dict(residual.model_dump())
+        if brief not in briefs:
+            briefs.append(brief)
+    return briefs
+
+
+def report_gist(report: Any, beside: Iterable[Any] | None = None) -> dict[str, Any]:
     """A member's report as the Coordinator summarises it: the conclusion, the items proposed,
-    the constraints raised and the data asked for (the evidence behind them is the members')."""
+    the constraints raised and the data asked for (the evidence behind them is the members').
+    ``beside`` the plan items in the same message (the draft a member votes on, the weighted
+    consensus the Coordinator arranges): only the items they do not carry as proposed."""
     data = report.model_dump(mode="json")
+    items = [f"{c.get('description')} ({c.get('role')})" for c in data.get("components") or ()]
+    if beside is not None:
+        given = {f"{c.description} ({c.role})" for c in beside}
+        items = [item for item in items if item not in given]
     return compact_dict(
         {
             "conclusion": data.get("conclusion"),
-            "components": [
-                f"{c.get('description')} ({c.get('role')})" for c in data.get("components") or ()
-            ],
+            ("components" if beside is None else "components_not_in_plan"): items,
             "constraints": [
                 f"{c.get('severity')}: {c.get('text')}" for c in data.get("constraints") or ()
             ],
