@@ -21,9 +21,7 @@ from tests.paths import PUBLIC_CASES
 TARGET_PROMPT_TOKENS = 12_000
 
 
-def _llm_run(
-    name: str, retriever: BundleRetriever
-) -> tuple[Plan, MemoryStore, list[StubRequest]]:
+def _llm_run(name: str, retriever: BundleRetriever) -> tuple[Plan, MemoryStore, list[StubRequest]]:
     case, _ = load_case(PUBLIC_CASES / f"{name}.json")
     store = MemoryStore()
     with StubLLM(clinical_responder()) as stub:
