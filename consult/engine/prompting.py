@@ -118,14 +118,20 @@ def compact_dict(value: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def case_for(role: str, case: Mapping[str, Any]) -> dict[str, Any]:
-    """The sections of the case ``role`` needs, without empty fields."""
+def case_for(role: str, case: Mapping[str, Any], *, reviewing: str = "") -> dict[str, Any]:
+    """The sections of the case ``role`` needs, without empty fields. A reviewer checks a
+    report against the facts it was written from: ``reviewing`` another member's report, the
+    sections both read."""
     sections = CASE_SECTIONS.get(role, _DEFAULT_SECTIONS)
     case = {**case, "patient": _without_identity(case.get("patient"))}
     extra = (
         () if role not in ("diagnostic", "treatment") else tuple(k for k in case if k not in _KNOWN)
     )
-    return compact_dict({k: case[k] for k in (*sections, *extra) if k in case})
+    kept = compact_dict({k: case[k] for k in (*sections, *extra) if k in case})
+    if not reviewing:
+        return kept
+    theirs = case_for(reviewing, case)
+    return {k: v for k, v in kept.items() if k in theirs}
 
 
 def _without_identity(patient: Any) -> Any:
@@ -356,20 +362,24 @@ def residual_brief(residuals: Sequence[Any]) -> list[dict[str, Any]]:
     return briefs
 
 
-def report_gist(report: Any, beside: Iterable[Any] | None = None) -> dict[str, Any]:
+def report_gist(report: Any, beside: Any = None) -> dict[str, Any]:
     """A member's report as the Coordinator summarises it: the conclusion, the items proposed,
     the constraints raised and the data asked for (the evidence behind them is the members').
-    ``beside`` the plan items in the same message (the draft a member votes on, the weighted
-    consensus the Coordinator arranges): only the items they do not carry as proposed."""
+    ``beside`` the plan in the same message (the draft a member votes on, the weighted
+    consensus the Coordinator arranges; anything with ``components`` and ``rejected``): only
+    the items it neither carries as proposed nor rules out."""
     data = report.model_dump(mode="json")
-    items = [f"{c.get('description')} ({c.get('role')})" for c in data.get("components") or ()]
+    items = [(c.get("description"), c.get("role")) for c in data.get("components") or ()]
     if beside is not None:
-        given = {f"{c.description} ({c.role})" for c in beside}
-        items = [item for item in items if item not in given]
+        given = {(c.description, str(c.role)) for c in beside.components}
+        ruled_out = {r.option for r in beside.rejected}
+        items = [i for i in items if i not in given and i[0] not in ruled_out]
     return compact_dict(
         {
             "conclusion": data.get("conclusion"),
-            ("components" if beside is None else "components_not_in_plan"): items,
+            ("components" if beside is None else "components_not_in_plan"): [
+                f"{description} ({role})" for description, role in items
+            ],
             "constraints": [
                 f"{c.get('severity')}: {c.get('text')}" for c in data.get("constraints") or ()
             ],

@@ -195,7 +195,7 @@ class LLMProvider:
     async def review(self, inp: ReviewInput) -> Answer:
         user = {
             "reviewer": inp.reviewer,
-            "case": prompting.case_for(inp.reviewer, inp.case),
+            "case": prompting.case_for(inp.reviewer, inp.case, reviewing=inp.target),
             **prompting.evidence_parts(
                 prompting.concerning(inp.evidence, inp.report),
                 prompting.cited_ids(inp.report),
@@ -225,7 +225,7 @@ class LLMProvider:
             # What each member concluded; its items only where the weighted consensus (below)
             # does not carry them as proposed.
             "reports": {
-                role: prompting.report_gist(r, beside=consensus.components)
+                role: prompting.report_gist(r, beside=consensus)
                 for role, r in sorted(inp.reports.items())
             },
             # An agreement by who agreed with whom; an objection in full.
@@ -301,7 +301,7 @@ class LLMProvider:
             "round": inp.round,
             # What the member concluded and proposed (the evidence behind it was weighed in the
             # reviews); the draft is what is voted on.
-            "your_report": prompting.report_gist(inp.report, beside=inp.draft.components),
+            "your_report": prompting.report_gist(inp.report, beside=inp.draft),
             "draft_plan": prompting.draft_brief(inp.draft),
         }
         value, usage, fallback = await self._ask(inp.role, "voter", user, Vote)
