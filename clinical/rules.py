@@ -24,7 +24,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -131,6 +131,11 @@ class Grade(_Strict):
 PREFERENCE_TOPICS = DECLINE_TOPICS
 
 
+# The preference of a last resort (supportive care when the patient declines what is offered):
+# it never leads while another option is only waiting for a check or a precondition.
+LAST_RESORT: Final = 9
+
+
 class TherapyAction(_Strict):
     """A treatment a guideline recommends in the unit's context.
 
@@ -160,7 +165,7 @@ class TherapyAction(_Strict):
     agents: tuple[str, ...] = ()
     intent: UnitIntent
     role: Literal["option", "adjunct"] = "option"
-    preference: Annotated[int, Field(ge=1, le=9)] = 5
+    preference: Annotated[int, Field(ge=1, le=LAST_RESORT)] = 5
     with_modalities: tuple[Modality, ...] = ()
     when: Annotated[str, Field(max_length=300)] = ""
     declined_if: tuple[Literal[PREFERENCE_TOPICS], ...] = ()  # type: ignore[valid-type]

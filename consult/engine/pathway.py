@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from clinical import lexicon
 from clinical.plan import RejectedOption
+from clinical.rules import LAST_RESORT
 from clinical.vocab import ComponentRole, Modality
 from consult.engine.schemas import ProposedComponent
 from consult.engine.sequence import in_sequence
@@ -209,6 +210,9 @@ def arrange(
     def order(item: tuple[int, ProposedComponent]) -> tuple[Any, ...]:
         index, c = item
         return (
+            # what the patient declines, then a last resort, then what only waits for a check
+            bool(_declined(c, declines)),
+            c.preference >= LAST_RESORT,
             bool(blocked(c)),
             c.role != "primary",
             c.rank or 0,
