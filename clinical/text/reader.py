@@ -218,6 +218,8 @@ def _build(d: Dictionary) -> Any:
             kwargs["terminated_by"] = {"CLAUSE_BREAK"}  # see the "while" cue (concepts.yaml)
         if spec.excluded_types:
             kwargs["excluded_types"] = set(spec.excluded_types)
+        if spec.allowed_types:
+            kwargs["allowed_types"] = set(spec.allowed_types)
         rules.append(ConTextRule(spec.literal, spec.category, direction=spec.direction, **kwargs))
     context.add(rules)
     return nlp
