@@ -346,7 +346,9 @@ def read_text(
             headers = [sec for sec in doc._.sections if sec.title_end > sec.title_start]
             targets = _prune(doc.spans.get("medspacy_spans", []), d)
             sentence = text[s_start:s_end]
-            following = text[spans[index + 1][0] : spans[index + 1][1]] if index + 1 < len(spans) else ""
+            following = (
+                text[spans[index + 1][0] : spans[index + 1][1]] if index + 1 < len(spans) else ""
+            )
             for span in targets:
                 concept = d.concept(span.label_)
                 own = section

@@ -277,9 +277,7 @@ def varices(m: Mention) -> Facts:
         treated = _therapy_given(m.following)
     if treated:
         return [(m.concept_fact, "treated")]
-    red = next(
-        (r for r in _RED_SIGNS.finditer(s) if not negated_at(s, r.start(), r.end())), None
-    )
+    red = next((r for r in _RED_SIGNS.finditer(s) if not negated_at(s, r.start(), r.end())), None)
     if _VARICES_LARGE.search(s) or red:
         return [(m.concept_fact, "large_untreated")]
     if _VARICES_SMALL.search(s):
