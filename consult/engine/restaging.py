@@ -31,7 +31,7 @@ from clinical.vocab import ComponentRole, Intent, Modality, ResponseAnchor
 from consult.engine.schemas import ProposedComponent
 
 CONTINUE_PREFIX = "Continue "
-# The words by which a knowledge-base step keeps the therapy being given (oligoprogression:
+# The words that open a knowledge-base step keeping the therapy being given (oligoprogression:
 # "Continue the current treatment that still controls the other sites, and give stereotactic
 # radiotherapy ..."); the plan names that therapy instead.
 CURRENT_TREATMENT = "the current treatment"
@@ -123,7 +123,7 @@ def name_current_treatment(
     since = f" (this line since {therapy.start_date})" if therapy.start_date else ""
     out: list[PlanComponent] = []
     for component in components:
-        if CURRENT_TREATMENT in component.description:
+        if component.description.startswith(CONTINUE_PREFIX + CURRENT_TREATMENT):
             named = re.sub(
                 rf"{CURRENT_TREATMENT}(?:\s+that\b)?",
                 f"{therapy.regimen}{since}, which",
