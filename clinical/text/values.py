@@ -220,7 +220,7 @@ _NOT_YET_BEFORE: Final = re.compile(
     r"(?:\b(?:nothing|none|neither)\b(?:\s+\w+){0,3}"
     r"|\b(?:await\w*|pending|planned|plan(?:s|ning)?\s+(?:is\s+)?(?:for|to)|scheduled|booked"
     r"|due|referr\w*\s+for|yet\s+to(?:\s+be)?|to\s+be|not\s+yet|will|would|should|before"
-    r"|until|consider\w*|needs?|requir\w*|recommend\w*|(?:candidate|listed|indicat\w*)\s+for)"
+    r"|until|consider\w*|needs?|needing|requires|recommend\w*|(?:candidate|listed|indicat\w*)\s+for)"
     r"(?:\s+(?:an?|the|further|urgent|prophylactic|endoscopic)){0,2})\s*$",
     re.IGNORECASE,
 )
@@ -236,8 +236,9 @@ def _therapy_given(text: str) -> bool | None:
     """Whether ``text`` says the varices were treated (True), that they were not or not yet
     (False), or says neither (None). Each therapy word is read with the negation reader
     (clinical/text/negation.py: "not banded", "no beta-blocker", "carvedilol stopped") and the
-    not-yet words above. Endoscopic therapy given and never denied counts as treated, as does a
-    beta-blocker taken; any therapy denied (or "untreated") otherwise makes them untreated."""
+    not-yet words above. Endoscopic therapy given and never denied counts as treated; endoscopic
+    therapy denied makes them untreated; otherwise a beta-blocker taken counts as treated, and
+    one denied (or "untreated") makes them untreated."""
     given = {"endoscopic": False, "drug": False}
     denied = {"endoscopic": False, "drug": False}
     for kind, pattern in (("endoscopic", _ENDOSCOPIC_THERAPY), ("drug", _BETA_BLOCKER)):
@@ -255,12 +256,14 @@ def _therapy_given(text: str) -> bool | None:
                 given[kind] = True
     if given["endoscopic"] and not denied["endoscopic"]:
         return True
+    if denied["endoscopic"]:
+        # "not banded" (or "banded, not yet eradicated": under way, not done) stays untreated
+        # even on a beta-blocker: the cautious reading before an anti-VEGF drug.
+        return False
     if given["drug"]:
         return True
-    if denied["endoscopic"] or denied["drug"] or _UNTREATED.search(text):
+    if denied["drug"] or _UNTREATED.search(text):
         return False
-    if given["endoscopic"]:
-        return False  # "banded, not yet eradicated": treatment under way, not done
     return None
 
 

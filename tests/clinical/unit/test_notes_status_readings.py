@@ -43,6 +43,8 @@ def _transplant(text: str) -> object:
         "Grade III varices banded twice, not yet eradicated.",
         "Large varices; propranolol stopped because of hypotension.",
         "Gastroscopy: big varices. Referred for band ligation.",
+        # a beta-blocker does not outweigh banding that was explicitly not done
+        "Portal hypertension with large varices on carvedilol, not banded.",
     ],
 )
 def test_untreated_high_risk_varices_are_read(text: str) -> None:
@@ -58,6 +60,7 @@ def test_untreated_high_risk_varices_are_read(text: str) -> None:
         "Large varices with red spots, on carvedilol 6.25 mg daily.",
         "Bled from varices in March; banded over three sessions and started on carvedilol.",
         "Medium varices, ligated last month.",
+        "Variceal bleed 4 weeks ago requiring banding and transfusion.",
     ],
 )
 def test_treated_varices_are_read_as_treated(text: str) -> None:
