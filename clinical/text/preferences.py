@@ -31,6 +31,8 @@ PREFERENCES_SOURCE: Final = (
 )
 
 DECLINE_TOPICS: Final = (
+    # every treatment aimed at the cancer (a patient with capacity who chooses supportive care)
+    "anticancer_treatment",
     "surgery",
     "mastectomy",
     "chemotherapy",
@@ -52,7 +54,7 @@ WANT_TOPICS: Final = (
 )
 
 Polarity = Literal["decline", "want", "accept", "neutral"]
-Kind = Literal["decline", "want", "avoid_means_want", "inherent_want"]
+Kind = Literal["decline", "want", "avoid_means_want", "inherent_want", "inherent_decline"]
 
 
 @dataclass(frozen=True)
@@ -70,9 +72,32 @@ def _t(regex: str, topics: tuple[str, ...], kind: Kind) -> _Topic:
 
 _FERTILITY_AND_PREGNANCY = ("fertility_preservation", "future_pregnancy")
 
+# Every treatment aimed at the cancer, in the words a letter uses: "any treatment aimed at the
+# cancer", "all active treatment", "anticancer therapy", "cancer-directed treatment".
+_TREATMENT: Final = r"(?:treatments?|therap(?:y|ies)|interventions?)"
+_ANTICANCER: Final = (
+    r"(?:active|anti-?cancer|anti-?tumou?r|cancer[-\s](?:directed|specific)|"
+    r"disease[-\s](?:directed|modifying)|oncologic(?:al)?|life[-\s]prolonging)"
+)
+_ALL_TREATMENT: Final = (
+    rf"\b(?:any|all)\s+(?:further\s+|more\s+|other\s+)?(?:{_ANTICANCER}\s+)?{_TREATMENT}"
+    r"(?:\s+(?:aimed|directed)\s+at\s+(?:the|his|her|their)\s+(?:cancer|tumou?r|disease)"
+    # "any treatment that causes hair loss" is one kind of treatment, not every treatment
+    r"|(?!\s+(?:that|which|with|causing|involving|requiring|needing|by|in|of|where|using)\b))"
+    rf"|\b{_ANTICANCER}\s+{_TREATMENT}\b"
+    rf"|\b{_TREATMENT}\s+(?:aimed|directed)\s+at\s+(?:the|his|her|their)\s+"
+    r"(?:cancer|tumou?r|disease)\b"
+)
+_CARE_ONLY: Final = (
+    r"\b(?:comfort|supportive|palliative|symptomatic)\s+(?:care|treatment)\s+only\b"
+    r"|\bonly\s+(?:comfort|supportive|palliative|symptom(?:atic)?)\s+(?:care|control|treatment)\b"
+)
+
 # Order matters: an earlier, more specific mention claims its span first ("breast-conserving
 # surgery" is breast conservation, not surgery in general).
 _TOPICS: Final[tuple[_Topic, ...]] = (
+    _t(_ALL_TREATMENT, ("anticancer_treatment",), "decline"),
+    _t(_CARE_ONLY, ("anticancer_treatment",), "inherent_decline"),
     _t(
         r"\b(?:keep(?:ing)?|preserv(?:e|ing)|sav(?:e|ing)|conserv(?:e|ing)|retain(?:ing)?)"
         r"\s+(?:her\s+|his\s+|the\s+|their\s+)?breasts?\b",
@@ -371,22 +396,71 @@ def _apply(topic: _Topic, pol: Polarity | None, declines: set[str], wants: set[s
     if topic.kind == "inherent_want" and pol in (None, "want", "accept"):
         wants.update(topic.topics)
         return [f"wants {t}" for t in topic.topics]
+    if topic.kind == "inherent_decline" and pol in (None, "want", "accept"):
+        declines.update(topic.topics)
+        return [f"declines {t}" for t in topic.topics]
     if topic.kind == "avoid_means_want" and pol == "decline":
         wants.update(topic.topics)
         return [f"wants {t}" for t in topic.topics]
     return []
 
 
+# In the notes only an explicit decision of the patient counts ("has decided against any
+# treatment aimed at the cancer", "will not have chemotherapy of any kind", "does not want an
+# operation"): a bare "no active treatment" there is as often the history of another disease or
+# the team's own view, and a refusal dated in the past ("declined adjuvant chemotherapy in
+# 2019") was about another decision.
+_NOTES_REFUSAL: Final = re.compile(
+    r"\b(?:declin\w*|refus\w*|decided\s+against|decision\s+(?:is\s+)?not\s+to\s+have|"
+    r"opted\s+(?:against|not\s+to\s+have)|cho(?:se|sen)\s+not\s+to\s+have|adamant|"
+    r"(?:does|do|did)\s+not\s+want|doesn't\s+want|don't\s+want|will\s+not\s+(?:have|accept|"
+    r"undergo|consider|take)|won't\s+(?:have|accept|undergo|consider|take)|"
+    r"wish(?:es)?\s+not\s+to\s+have|not\s+wish\s+to\s+(?:have|receive|start|undergo)|"
+    r"unwilling\s+to\s+(?:have|receive|start|undergo))\b",
+    re.IGNORECASE,
+)
+_PAST_DECISION: Final = re.compile(
+    r"\b(?:previously|at\s+the\s+time|back\s+then|in\s+(?:19|20)\d\d|\d+\s+years?\s+ago|"
+    r"(?:adjuvant|neoadjuvant)\b)",
+    re.IGNORECASE,
+)
+
+
+def declines_in_notes(text: str) -> tuple[list[str], list[str]]:
+    """The topics the patient declines in the notes, and the clauses that say so: a clause
+    counts only with an explicit refusal that is not negated ("is not refusing treatment") and
+    not dated in the past."""
+    topics: list[str] = []
+    clauses: list[str] = []
+    for clause in _clauses(text):
+        refusal = _NOTES_REFUSAL.search(clause)
+        if refusal is None or _negated(clause, refusal.start()):
+            continue
+        if _PAST_DECISION.search(clause):
+            continue
+        found = [t for t in parse_preferences(clause).declines if t not in topics]
+        if found:
+            topics += found
+            clauses.append(clause)
+    return topics, clauses
+
+
 def _read(case: Mapping[str, Any], name: str) -> CalcResult:
     inputs = Inputs(case)
     text = inputs.text("patient.preferences", record_missing=False)
-    if text is None:
+    notes = case.get("notes") if name == "declines" else None
+    noted, clauses = declines_in_notes(notes) if isinstance(notes, str) else ([], [])
+    if text is None and not noted:
         if "patient.preferences" not in inputs.missing:
             inputs.missing.append("patient.preferences")
         return inputs.result(name, None, PREFERENCES_SOURCE)
-    parsed = parse_preferences(text)
+    parsed = parse_preferences(text or "")
     value = parsed.declines if name == "declines" else parsed.wants
-    detail = parsed.reasons or ["no declined or wanted topic recognised"]
+    reasons = list(parsed.reasons)
+    if any(t not in value for t in noted):
+        value = [t for t in DECLINE_TOPICS if t in value or t in noted]
+        reasons += [f'declines <- "{_quoted(c)}" (notes)' for c in clauses]
+    detail = reasons or ["no declined or wanted topic recognised"]
     return inputs.result(name, value, PREFERENCES_SOURCE, detail)
 
 

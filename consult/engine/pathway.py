@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
+from clinical import lexicon
 from clinical.plan import RejectedOption
-from clinical.vocab import ComponentRole
+from clinical.vocab import ComponentRole, Modality
 from consult.engine.schemas import ProposedComponent
 from consult.engine.sequence import in_sequence
 
@@ -55,8 +56,52 @@ class Arrangement:
         return next((c for c in self.primary if not is_adjunct(c)), None)
 
 
+# What a patient declines when they decline every treatment aimed at the cancer: supportive
+# care, antiviral prophylaxis and referrals stay on offer.
+_ANTICANCER_MODALITIES: Final = frozenset(
+    {
+        Modality.SURGERY,
+        Modality.ABLATION,
+        Modality.LOCOREGIONAL,
+        Modality.SYSTEMIC,
+        Modality.RADIOTHERAPY,
+        Modality.TRANSPLANT,
+    }
+)
+
+
+# What a step is, in the words a patient declines: by its modality, and for a drug step by the
+# classes of the drugs it gives ("will not have chemotherapy of any kind" declines nivolumab-
+# ipilimumab with two cycles of carboplatin-pemetrexed as well as a platinum doublet).
+_MODALITY_TOPICS: Final = {
+    Modality.SURGERY: "surgery",
+    Modality.RADIOTHERAPY: "radiotherapy",
+    Modality.TRANSPLANT: "transplant",
+}
+_CLASS_TOPICS: Final = (
+    ("chemotherapy", "chemotherapy"),
+    ("immunotherapy", "immunotherapy"),
+    ("endocrine", "endocrine_therapy"),
+)
+
+
+def _is_topics(component: ProposedComponent) -> set[str]:
+    topics = (
+        {_MODALITY_TOPICS[component.modality]} if component.modality in _MODALITY_TOPICS else set()
+    )
+    if component.modality == Modality.SYSTEMIC:
+        gives = lexicon.given(component.agents, component.description)
+        topics |= {topic for cls, topic in _CLASS_TOPICS if gives.gives_class(cls)}
+    if component.modality in _ANTICANCER_MODALITIES:
+        topics.add("anticancer_treatment")
+    return topics
+
+
 def _declined(component: ProposedComponent, declines: Collection[str]) -> list[str]:
-    return [topic for topic in component.declined_if if topic in declines]
+    if not declines:
+        return []
+    topics = [topic for topic in component.declined_if if topic in declines]
+    return topics + sorted(t for t in _is_topics(component) & set(declines) if t not in topics)
 
 
 def _topic(topic: str) -> str:
