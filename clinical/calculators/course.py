@@ -613,7 +613,7 @@ _WIDESPREAD = re.compile(
 
 _GROWS: Final = (
     r"(?:grow\w*|grown|progress\w*|enlarg\w*|increas\w*|bigger|larger|new|active|avid"
-    r"|hypermetabolic|worse\w*|expand\w*)"
+    r"|hypermetabolic|worse\w*|expand\w*|appear\w*|emerg\w*)"
 )
 _FEW: Final = r"(?:only|sole|single|isolated|solitary|lone|one|two|2|a\s+single|a\s+solitary)"
 _SITE: Final = (
@@ -630,7 +630,7 @@ _CONTROLLED: Final = (
 # response". Each match is read with the negation reader ("not the only site growing").
 _OLIGO_PROSE: Final = (
     re.compile(
-        rf"\b{_FEW}\s+(?:[\w-]+\s+){{0,2}}?{_SITE}\s+(?:(?:that|which)\s+)?"
+        rf"\b{_FEW}\s+(?:[\w-]+\s+){{0,3}}?{_SITE}\s+(?:(?:that|which)\s+)?"
         rf"(?:is\s+|are\s+|has\s+|have\s+)?(?:been\s+|still\s+)?(?:of\s+|with\s+)?{_GROWS}",
         re.I,
     ),

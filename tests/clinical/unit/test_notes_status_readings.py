@@ -140,6 +140,8 @@ def _progressing(notes: str) -> dict[str, Any]:
         "Progression is limited to two bone lesions.",
         "The adrenal deposit is enlarging; otherwise the disease remains controlled.",
         "Only the adrenal metastasis has grown.",
+        "A single left upper lobe lesion has enlarged; liver deposits unchanged, brain clear.",
+        "One new liver lesion has appeared; otherwise the disease is stable.",
         "Multiple bone metastases remain stable; the sole lesion progressing is the adrenal.",
     ],
 )
