@@ -604,8 +604,60 @@ _OLIGO_WORDS = re.compile(
 )
 _WIDESPREAD = re.compile(
     r"\b(?:multiple|diffuse|widespread|numerous|innumerable|disseminated|several)\s+"
-    r"(?:[\w-]+\s+){0,3}?(?:lesions|metasta\w*|nodules|deposits)|\bgeneralised\s+progression|\bsystemic\s+progression",
+    r"(?:[\w-]+\s+){0,3}?(?:lesions|metasta\w*|nodules|deposits)|\bgenerali[sz]ed\s+progression|\bsystemic\s+progression"
+    r"|\b(?:widespread|diffuse|multifocal|multi-?site|disseminated|polymetastatic)\s+"
+    r"(?:disease\s+)?progression|\bprogression\s+(?:at|in)\s+(?:multiple|several|many|numerous)\b",
     re.I,
+)
+
+
+_GROWS: Final = (
+    r"(?:grow\w*|grown|progress\w*|enlarg\w*|increas\w*|bigger|larger|new|active|avid"
+    r"|hypermetabolic|worse\w*|expand\w*|appear\w*|emerg\w*)"
+)
+_FEW: Final = r"(?:only|sole|single|isolated|solitary|lone|one|two|2|a\s+single|a\s+solitary)"
+_SITE: Final = (
+    r"(?:sites?|lesions?|things?|areas?|deposits?|metasta\w*|foc(?:us|i)|nodules?|nodes?"
+    r"|places?|spots?|masse?s?)"
+)
+_CONTROLLED: Final = (
+    r"(?:stable|controlled|responding|respond\w*|response|unchanged|regress\w*|shrink\w*"
+    r"|shrunk|smaller|quiescent|inactive|clear)"
+)
+# Oligoprogression in a clinician's prose: "the only site growing is the adrenal", "the adrenal
+# is the only lesion that is progressing", "isolated progression of the adrenal deposit",
+# "progression confined to one site", "the adrenal is enlarging; everything else remains in
+# response". Each match is read with the negation reader ("not the only site growing").
+_OLIGO_PROSE: Final = (
+    re.compile(
+        rf"\b{_FEW}\s+(?:[\w-]+\s+){{0,3}}?{_SITE}\s+(?:(?:that|which)\s+)?"
+        rf"(?:is\s+|are\s+|has\s+|have\s+)?(?:been\s+|still\s+)?(?:of\s+|with\s+)?{_GROWS}",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:isolated|solitary|single[-\s]site|limited|focal|local(?:ised|ized)?)\s+"
+        r"(?:disease\s+)?(?:progression|growth|enlargement)\b",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:progression|growth|progressive\s+disease|PD)\s+(?:is\s+|was\s+)?(?:only\s+)?"
+        r"(?:limited|confined|restricted|isolated)\s+to\s+(?:the\s+|a\s+|an\s+)?"
+        r"(?:one|two|single|solitary|\w+\s+(?:lesion|site|deposit|metastasis|node))\b",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:progress\w*|grow\w*|grown|enlarg\w*)\s+only\s+(?:in|at|of)\b"
+        r"|\bonly\s+(?:the\s+)?(?:[\w-]+\s+){1,3}?(?:has|have|is|are)\s+"
+        r"(?:grown|progress\w*|enlarg\w*|growing)",
+        re.I,
+    ),
+    re.compile(
+        rf"\b{_GROWS}\b[^.;]{{0,120}}?[,;:-]?\s*(?:but\s+|while\s+|whereas\s+|and\s+)?"
+        rf"(?:otherwise|everything\s+else|all\s+other\s+(?:sites?|lesions?|disease|metasta\w*)"
+        rf"|(?:the\s+)?rest\s+of\s+the\s+disease|other\s+sites?|elsewhere|disease\s+elsewhere)"
+        rf"\s+(?:[\w-]+\s+){{0,3}}?{_CONTROLLED}",
+        re.I,
+    ),
 )
 
 
@@ -653,15 +705,23 @@ def oligoprogression(case: Mapping[str, Any]) -> CalcResult:
         if isinstance(v, str)
     ]
     for text in texts:
-        if _WIDESPREAD.search(text):
-            match = _WIDESPREAD.search(text)
-            assert match is not None  # noqa: S101
-            if not negated_at(text, match.start(), match.end()):
-                return inputs.result(name, False, OLIGO_SOURCE, f"stated: '{match.group(0)}'")
+        for match in _WIDESPREAD.finditer(text):
+            if negated_at(text, match.start(), match.end()):
+                continue
+            # "multiple bone metastases remain stable" is widespread disease, controlled: not
+            # widespread progression.
+            if re.search(rf"\b{_CONTROLLED}\b", clause_at(text, match.start(), match.end()), re.I):
+                continue
+            return inputs.result(name, False, OLIGO_SOURCE, f"stated: '{match.group(0)}'")
     for text in texts:
         for match in _OLIGO_WORDS.finditer(text):
             if not negated_at(text, match.start(), match.start() + 1):
                 return inputs.result(name, True, OLIGO_SOURCE, f"stated: '{match.group(0)}'")
+        for pattern in _OLIGO_PROSE:
+            for match in pattern.finditer(text):
+                if not negated_at(text, match.start(), match.start() + 1):
+                    detail = f"stated: '{match.group(0)}'"
+                    return inputs.result(name, True, OLIGO_SOURCE, detail)
     new = _new_lesions(case)
     if new is not None:
         if 0 < len(new) <= OLIGO_MAX_SITES:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from clinical.calculators.course import palliative_line
+from clinical.calculators.course import oligoprogression, palliative_line
 from clinical.calculators.patient import (
     _starts_a_line,
     most_recent_therapy,
@@ -26,9 +26,10 @@ from clinical.text.negation import negated_at, window_end, window_start
 HISTORY_SOURCE: Final = (
     "Read from diagnosis.prior_therapies[] (stop_reason; best response PD = progression; the "
     "most recent line of a case whose setting is 'progressive' = progression on it unless it "
-    "is recorded as stopped for intolerance or completed) and from the regimen text and the "
-    "notes ('progressed on X', 'X-refractory', 'X stopped for grade 3 hand-foot skin "
-    "reaction', 'intolerant of X'), negation read as in clinical/text/negation.py. "
+    "is recorded as stopped for intolerance or completed, or the progression is limited to a "
+    "few sites it otherwise controls (oligoprogression: the line continues)) and from the "
+    "regimen text and the notes ('progressed on X', 'X-refractory', 'X stopped for grade 3 "
+    "hand-foot skin reaction', 'intolerant of X'), negation read as in clinical/text/negation.py. "
     "Convention of NCCN/ESMO later-line recommendations: a drug the disease progressed on, or "
     "that was stopped for intolerance, is not re-offered in the same setting unless a "
     "guideline supports rechallenge."
@@ -214,6 +215,9 @@ def prior_outcomes(case: Mapping[str, Any]) -> tuple[list[PriorOutcome], bool]:
             and reason is None
             and not said
             and not _COMPLETED.search(text)
+            # Oligoprogression: the line still controls all but a few sites and goes on
+            # with local treatment of those (ESTRO-EORTC 2020; NCCN NSCLC 2025): not failed.
+            and oligoprogression(case).value is not True
         ):
             found.append(
                 PriorOutcome(text.lower(), "progression", "most recent line; disease progressive")

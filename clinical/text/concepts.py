@@ -58,6 +58,7 @@ class ContextRuleSpec:
     max_scope: int | None = None
     pattern: str | None = None
     excluded_types: tuple[str, ...] = ()  # concept ids the cue never modifies
+    allowed_types: tuple[str, ...] = ()  # when given, the only concept ids the cue modifies
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,7 @@ def load_dictionary(path: Path, *, base: Dictionary | None = None) -> Dictionary
             max_scope=rule.get("max_scope"),
             pattern=rule.get("pattern"),
             excluded_types=tuple(rule.get("excluded_types") or ()),
+            allowed_types=tuple(rule.get("allowed_types") or ()),
         )
         if spec.category not in CONTEXT_CATEGORIES:
             raise DictionaryError(f"context rule {spec.literal!r}: bad category")

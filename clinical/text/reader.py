@@ -124,6 +124,20 @@ def _not_across_a_result(target: Any, modifier: Any, between: Any) -> bool:
     return not _ON_OWN_RESULT.search(own)
 
 
+def _not_past_a_colon(target: Any, modifier: Any, between: Any) -> bool:
+    """A plan word before a colon belongs to the lead-in, not to the result the colon
+    introduces: in "gastroscopy ahead of planned systemic therapy: grade III varices" the
+    varices are a finding, not a plan. A cue after its target still reaches back across a
+    colon ("Transplant: planned" stays a plan)."""
+    if not _not_inside(target, modifier, between):
+        return False
+    if modifier.end <= target.start:
+        gap = target.doc.text[modifier.end_char : target.start_char]
+        if re.search(r":(?=\s)", gap):
+            return False
+    return True
+
+
 def _regex_matches_once(self: Any, doc: Any) -> list[tuple[int, int, int]]:
     """medspaCy 1.3.1's RegexMatcher.__call__ with the document's text built once per call
     instead of once per pattern: the original rebuilds ``doc.text_with_ws`` (a Python object per
@@ -196,13 +210,16 @@ def _build(d: Dictionary) -> Any:
         kwargs: dict[str, Any] = {"max_scope": spec.max_scope}
         if spec.pattern:
             kwargs["pattern"] = spec.pattern
-        kwargs["on_modifies"] = (
-            _not_across_a_result if spec.category == "NEGATED_EXISTENCE" else _not_inside
-        )
+        kwargs["on_modifies"] = {
+            "NEGATED_EXISTENCE": _not_across_a_result,
+            "HYPOTHETICAL": _not_past_a_colon,
+        }.get(spec.category, _not_inside)
         if spec.category not in ("HISTORICAL", "CLAUSE_BREAK"):
             kwargs["terminated_by"] = {"CLAUSE_BREAK"}  # see the "while" cue (concepts.yaml)
         if spec.excluded_types:
             kwargs["excluded_types"] = set(spec.excluded_types)
+        if spec.allowed_types:
+            kwargs["allowed_types"] = set(spec.allowed_types)
         rules.append(ConTextRule(spec.literal, spec.category, direction=spec.direction, **kwargs))
     context.add(rules)
     return nlp
@@ -314,7 +331,7 @@ def read_text(
         # Only a sentence that may hold a concept or a section header goes through spaCy.
         candidates = [(b, e) for b, e in spans if _worth_reading(text[b:e], d)]
         docs = dict(zip(candidates, nlp.pipe(text[b:e] for b, e in candidates), strict=True))
-        for s_start, s_end in spans:
+        for index, (s_start, s_end) in enumerate(spans):
             # A section runs from its header to the end of the header's line, or, for a header
             # alone on its line ("Family history:"), to the next blank line or header.
             gap = text[previous_end:s_start]
@@ -329,6 +346,9 @@ def read_text(
             headers = [sec for sec in doc._.sections if sec.title_end > sec.title_start]
             targets = _prune(doc.spans.get("medspacy_spans", []), d)
             sentence = text[s_start:s_end]
+            following = (
+                text[spans[index + 1][0] : spans[index + 1][1]] if index + 1 < len(spans) else ""
+            )
             for span in targets:
                 concept = d.concept(span.label_)
                 own = section
@@ -348,6 +368,7 @@ def read_text(
                     concept_value=concept.value,
                     organ=concept.organ,
                     synonyms=d.synonyms,
+                    following=following,
                 )
                 findings.append(
                     Finding(

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, Final
 
+from clinical.text.negation import negated_at
+
 Facts = list[tuple[str, Any]]
 
 
@@ -32,6 +34,9 @@ class Mention:
     concept_value: Any = None
     organ: str | None = None
     synonyms: Mapping[str, str] = field(default_factory=dict)
+    # The next sentence of the text: a finding's status is often stated in the sentence after
+    # it ("Grade III varices. Nothing was banded."). Only readers that say so look at it.
+    following: str = ""
 
     @property
     def text(self) -> str:
@@ -197,31 +202,90 @@ _UNTREATED: Final = re.compile(
     r"|\bno\s+(?:banding|ligation|EVL|treatment)\b|\bwithout\s+(?:banding|ligation|treatment)\b",
     re.IGNORECASE,
 )
-_TREATED: Final = re.compile(
-    r"\bband(?:ed|ing)\b|\bligat(?:ed|ion)\b|\bEVL\b|\bEBL\b|\beradicat\w*|\bobliterat\w*"
+# Variceal therapy (Baveno VII 2022, primary and secondary prophylaxis): endoscopic (band
+# ligation to eradication, sclerotherapy, glue, TIPS) or a non-selective beta-blocker.
+_ENDOSCOPIC_THERAPY: Final = re.compile(
+    r"\bband(?:ed|ing|s)?\b|\bligat(?:ed|ion)\b|\bEVL\b|\bEBL\b|\beradicat\w*|\bobliterat\w*"
     r"|\bsclerotherap\w*|\bcyanoacrylate\b|\bglue\b|\bTIPS\b",
+    re.IGNORECASE,
+)
+_BETA_BLOCKER: Final = re.compile(
+    r"\b(?:carvedilol|propranolol|nadolol|timolol|N?SBBs?)\b"
+    r"|\b(?:non-?selective\s+)?(?:beta|\u03b2)[-\s]?block(?:er|ers|ade)\b",
+    re.IGNORECASE,
+)
+# Words before a therapy that leave it not (yet) given: "nothing was banded", "awaiting
+# banding", "needs a beta-blocker", "referred for ligation".
+_NOT_YET_BEFORE: Final = re.compile(
+    r"(?:\b(?:nothing|none|neither)\b(?:\s+\w+){0,3}"
+    r"|\b(?:await\w*|pending|planned|plan(?:s|ning)?\s+(?:is\s+)?(?:for|to)|scheduled|booked"
+    r"|due|referr\w*\s+for|yet\s+to(?:\s+be)?|to\s+be|not\s+yet|will|would|should|before"
+    r"|until|consider\w*|needs?|needing|requires|recommend\w*|(?:candidate|listed|indicat\w*)\s+for)"
+    r"(?:\s+(?:an?|the|further|urgent|prophylactic|endoscopic)){0,2})\s*$",
+    re.IGNORECASE,
+)
+# ... or after it: "banding is planned", "ligation pending".
+_NOT_YET_AFTER: Final = re.compile(
+    r"^\s*(?:(?:is|was|has\s+been|will\s+be)\s+)?(?:planned|pending|awaited|scheduled|booked"
+    r"|requested|recommended|to\s+follow|(?:is\s+)?due)\b",
     re.IGNORECASE,
 )
 
 
+def _therapy_given(text: str) -> bool | None:
+    """Whether ``text`` says the varices were treated (True), that they were not or not yet
+    (False), or says neither (None). Each therapy word is read with the negation reader
+    (clinical/text/negation.py: "not banded", "no beta-blocker", "carvedilol stopped") and the
+    not-yet words above. Endoscopic therapy given and never denied counts as treated; endoscopic
+    therapy denied makes them untreated; otherwise a beta-blocker taken counts as treated, and
+    one denied (or "untreated") makes them untreated."""
+    given = {"endoscopic": False, "drug": False}
+    denied = {"endoscopic": False, "drug": False}
+    for kind, pattern in (("endoscopic", _ENDOSCOPIC_THERAPY), ("drug", _BETA_BLOCKER)):
+        for match in pattern.finditer(text):
+            before = text[max(0, match.start() - 60) : match.start()]
+            before = re.split(r"[,:;]", before)[-1]
+            not_given = (
+                negated_at(text, match.start(), match.end())
+                or _NOT_YET_BEFORE.search(before) is not None
+                or _NOT_YET_AFTER.match(text, match.end()) is not None
+            )
+            if not_given:
+                denied[kind] = True
+            else:
+                given[kind] = True
+    if given["endoscopic"] and not denied["endoscopic"]:
+        return True
+    if denied["endoscopic"]:
+        # "not banded" (or "banded, not yet eradicated": under way, not done) stays untreated
+        # even on a beta-blocker: the cautious reading before an anti-VEGF drug.
+        return False
+    if given["drug"]:
+        return True
+    if denied["drug"] or _UNTREATED.search(text):
+        return False
+    return None
+
+
 def varices(m: Mention) -> Facts:
-    """Baveno VII: large (F2-F3) varices or any with red signs are high-risk; treated when
-    banded / ligated / eradicated. The existing field's values: none | small |
-    large_untreated | treated."""
+    """Baveno VII (de Franchis R et al., J Hepatol 2022;76:959-974): large (F2-F3, grade
+    II-III, medium or large) varices or any with red signs are high-risk; treated when banded /
+    ligated / eradicated or on a non-selective beta-blocker. Whether they were treated is read
+    in the mention's sentence, else in the next one ("Grade III varices with red wale marks.
+    Nothing was banded."). The existing field's values: none | small | large_untreated |
+    treated."""
     s = m.sentence
-    treated = False if _UNTREATED.search(s) else bool(_TREATED.search(s))
+    treated = _therapy_given(s)
+    if treated is None and m.following:
+        treated = _therapy_given(m.following)
     if treated:
         return [(m.concept_fact, "treated")]
-    red = _RED_SIGNS.search(s)
-    if red and re.search(
-        r"\b(?:no|without|absent|negative\s+for)\s+(?:\w+\s+)?$", s[: red.start()], re.I
-    ):
-        red = None
+    red = next((r for r in _RED_SIGNS.finditer(s) if not negated_at(s, r.start(), r.end())), None)
     if _VARICES_LARGE.search(s) or red:
         return [(m.concept_fact, "large_untreated")]
     if _VARICES_SMALL.search(s):
         return [(m.concept_fact, "small")]
-    if _UNTREATED.search(s):
+    if treated is False:
         # Untreated varices of unstated size: the cautious reading until endoscopy says.
         return [(m.concept_fact, "large_untreated")]
     return []

@@ -161,7 +161,9 @@ def variations(case: Mapping[str, Any], facts: Mapping[str, Any]) -> list[Variat
                 )
             )
     for path, (label, values) in MISSING_CRITICAL.get(cancer, {}).items():
-        if _get(case, path) is not None:
+        # Read from the notes is recorded too (the plan flags it for checking): varying it
+        # would tell the board to "record" what the letter already says.
+        if _get(case, path) is not None or facts.get(path) is not None:
             continue
         for value in values:
             found.append(

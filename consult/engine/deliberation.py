@@ -84,6 +84,7 @@ from consult.engine.restaging import (
     CONTINUE_PREFIX,
     continue_on_response,
     continued_intent,
+    name_current_treatment,
     name_treated_lesions,
 )
 from consult.engine.safeguards import (
@@ -801,7 +802,10 @@ class Deliberation:
         assert self.state.synthesis is not None  # noqa: S101
         draft = self.state.synthesis.draft
         plan_components = name_treated_lesions(
-            [PlanComponent.model_validate(c) for c in gate["components"]], self.state.case
+            name_current_treatment(
+                [PlanComponent.model_validate(c) for c in gate["components"]], self.state.case
+            ),
+            self.state.case,
         )
         rejected = [*draft.rejected, *(RejectedOption.model_validate(r) for r in gate["rejected"])]
         memory = {e.unit_id: e for units in self.state.evidence.values() for e in units}

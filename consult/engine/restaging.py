@@ -10,6 +10,7 @@ runs after this step, so a continued drug is checked like any other.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,12 +24,17 @@ from clinical.calculators.response import (
     index_lesion,
     lesions_from_case,
     oligoprogression,
+    ongoing_therapy,
 )
 from clinical.plan import PlanComponent
 from clinical.vocab import ComponentRole, Intent, Modality, ResponseAnchor
 from consult.engine.schemas import ProposedComponent
 
 CONTINUE_PREFIX = "Continue "
+# The words that open a knowledge-base step keeping the therapy being given (oligoprogression:
+# "Continue the current treatment that still controls the other sites, and give stereotactic
+# radiotherapy ..."); the plan names that therapy instead.
+CURRENT_TREATMENT = "the current treatment"
 
 
 def _when(category: str, criteria: str) -> str:
@@ -101,6 +107,32 @@ def continue_on_response(
     for rank, moved in enumerate(alternatives, start=1):
         moved.rank = rank
     return out + alternatives
+
+
+def name_current_treatment(
+    components: Sequence[PlanComponent], case: Mapping[str, Any]
+) -> list[PlanComponent]:
+    """A step that continues "the current treatment" (oligoprogression: keep the systemic
+    therapy, treat the progressing sites locally) names the therapy being given - the most
+    recent course with no end date or stop reason - so the clinician reads "Continue osimertinib
+    80 mg daily (this line since ...)". Named after the gate, as the step was judged: the
+    wording changes, not what the step gives. Unchanged when no ongoing therapy is recorded."""
+    therapy = ongoing_therapy(case)
+    if therapy is None:
+        return list(components)
+    since = f" (this line since {therapy.start_date})" if therapy.start_date else ""
+    out: list[PlanComponent] = []
+    for component in components:
+        if component.description.startswith(CONTINUE_PREFIX + CURRENT_TREATMENT):
+            named = re.sub(
+                rf"{CURRENT_TREATMENT}(?:\s+that\b)?",
+                f"{therapy.regimen}{since}, which",
+                component.description,
+                count=1,
+            )
+            component = component.model_copy(update={"description": named})
+        out.append(component)
+    return out
 
 
 def continued_intent(case: Mapping[str, Any]) -> Intent | None:

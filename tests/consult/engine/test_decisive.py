@@ -106,3 +106,19 @@ def test_plan_json_keeps_the_format_field_names(bundle: Any) -> None:
     json.dumps(plan)  # serialisable
     fact = plan["decisive_facts"][0]
     assert {"fact", "recorded", "varied_to", "primary_would_be", "advice"} <= set(fact)
+
+
+def test_a_fact_read_from_the_notes_is_not_varied_as_missing() -> None:
+    # given an HCC letter whose varices are stated only in the notes
+    case = {
+        "cancer_type": "hcc",
+        "patient": {"ecog": 0},
+        "organ_function": {"varices": None, "ascites": "none"},
+    }
+    # when the notes were read ("varices eradicated") / then the board is not asked to
+    # "record the varices" it was given
+    assert not any(
+        v.fact == "varices" for v in variations(case, {"organ_function.varices": "treated"})
+    )
+    # and when nothing says, the varices are tried across their values
+    assert any(v.fact == "varices" for v in variations(case, {}))

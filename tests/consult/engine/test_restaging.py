@@ -6,7 +6,9 @@ import copy
 import json
 from typing import Any
 
+from clinical.plan import PlanComponent
 from consult.casefile.validate import parse_case_bytes
+from consult.engine.restaging import name_current_treatment
 from consult.evaluation import plan_offline
 from tests.paths import REPO
 
@@ -195,3 +197,33 @@ def test_plans_without_lesions_are_unchanged_by_lesion_naming(bundle: Any) -> No
     plan = plan_offline(case, bundle)
     assert all("lesions" not in c for c in plan["recommendation"]["components"])
     assert all("index lesion" not in c["description"] for c in plan["recommendation"]["components"])
+
+
+def test_oligoprogression_names_the_therapy_that_continues() -> None:
+    step = PlanComponent.model_validate(
+        {
+            "modality": "radiotherapy",
+            "role": "primary",
+            "order": 1,
+            "description": "Continue the current treatment that still controls the other sites, "
+            "and give stereotactic radiotherapy to each progressing site",
+        }
+    )
+    case = {
+        "diagnosis": {
+            "setting": "progressive",
+            "prior_therapies": [
+                {"regimen": "carboplatin-pemetrexed", "end_date": "2024-05-01"},
+                {"regimen": "osimertinib 80 mg daily", "start_date": "2025-02-10"},
+            ],
+        }
+    }
+    (named,) = name_current_treatment([step], case)
+    assert named.description.startswith(
+        "Continue osimertinib 80 mg daily (this line since 2025-02-10), which still controls"
+    )
+    # nothing ongoing on record: the step keeps its words
+    stopped = {
+        "diagnosis": {"prior_therapies": [{"regimen": "osimertinib", "end_date": "2026-01-01"}]}
+    }
+    assert name_current_treatment([step], stopped) == [step]
