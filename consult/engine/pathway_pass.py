@@ -77,10 +77,18 @@ JOINERS: Final[dict[str, str]] = {"with": "; alongside: ", "before": "; then ", 
 
 
 def joined(descriptions: list[str], timings: list[str]) -> str:
-    """The pathway's steps in one line, each joined to the one before by its timing."""
+    """The pathway's steps in one line, each joined to the one before by its timing; two steps
+    that both come before the treatment (a prephase and tumour-lysis prophylaxis) go together."""
     text = ""
+    previous = ""
     for index, (description, timing) in enumerate(zip(descriptions, timings, strict=True)):
-        text += description if index == 0 else JOINERS.get(timing, "; then ") + description
+        if index == 0:
+            text = description
+        elif timing == "before" and previous == "before":
+            text += JOINERS["with"] + description
+        else:
+            text += JOINERS.get(timing, "; then ") + description
+        previous = timing
     return text
 
 

@@ -198,3 +198,23 @@ def test_tumour_lysis_prophylaxis_and_its_monitoring_lead_the_plan_at_high_risk(
     whats = " ".join(m["what"] for m in plan["monitoring"])
     assert "checkpoint" not in whats
     assert "palbociclib" not in whats
+
+
+def test_two_steps_before_the_first_cycle_go_together() -> None:
+    text = _summary(
+        {
+            "modality": "supportive",
+            "description": "Before the first cycle: steroid prephase",
+            "adjunct": True,
+        },
+        {
+            "modality": "supportive",
+            "description": "Before the first cycle: hydration and allopurinol",
+            "adjunct": True,
+        },
+        {"modality": "systemic", "description": "R-CHOP-21 x6"},
+    )
+    assert (
+        "Before the first cycle: steroid prephase; alongside: Before the first cycle: hydration "
+        "and allopurinol; then R-CHOP-21 x6" in text
+    )
