@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from functools import cache, lru_cache
 from typing import Any, Final
 
@@ -22,7 +23,9 @@ import yaml
 from clinical.calculators.lymphoma import ENTITY_SOURCE, classify_lymphoma
 from clinical.results import CalcResult, lookup
 from clinical.text.concepts import SITUATIONS_PATH, situation_dictionary
+from clinical.text.notes import reference_date
 from clinical.text.reader import Finding, case_texts, read_text
+from clinical.text.values import when
 
 SOURCE: Final = (
     "Situation reader (clinical/calculators/situations.py): the lymphoma entity from the "
@@ -191,8 +194,26 @@ _PATHOLOGY: Final = re.compile(
 )
 
 
-def _counts(finding: Finding, spec: Spec) -> bool:
+# An emergency dated more than this many days before the case's reference date is a past
+# episode, whatever else its sentence says ("Admitted 6 weeks ago with haematemesis; banded"):
+# the board treats the cancer, and the rules about recent events (no bevacizumab within 6 months
+# of a bleed) still read the date. Two weeks covers an emergency still being managed.
+EMERGENCY_WINDOW_DAYS: Final = 14
+
+
+def _days_ago(sentence: str, as_of: str) -> int | None:
+    days: int | None = when(sentence, date.fromisoformat(as_of) if as_of else None)["days_ago"]
+    return days
+
+
+def _counts(finding: Finding, spec: Spec, as_of: str = "") -> bool:
     """Whether a mention states the situation now."""
+    if spec.kind == "emergency":
+        # A date only ever makes a mention past: an endoscopy dated the day of the newest
+        # record is not for that an emergency now (the case's dates are when it was written up).
+        days = _days_ago(finding.sentence, as_of)
+        if days is not None and days > EMERGENCY_WINDOW_DAYS:
+            return False
     if spec.kind == "histology_variant" and finding.source == "notes":
         if _OTHER_TUMOUR.search(finding.sentence) and not _METASTASIS.search(finding.sentence):
             return False
@@ -226,7 +247,7 @@ def _recorded_histology(case: Mapping[str, Any]) -> str:
 
 @lru_cache(maxsize=256)
 def _read(
-    cancer: str, histology: str, site: str, texts: tuple[tuple[str, str], ...]
+    cancer: str, histology: str, site: str, texts: tuple[tuple[str, str], ...], as_of: str = ""
 ) -> tuple[Situation, ...]:
     specs = catalogue()
     by_concept = _concept_situation()
@@ -255,7 +276,7 @@ def _read(
                 if finding.assertion in ("present", "historical") and source in _FIELDS[spec.kind]:
                     biopsies.append(finding)
                 continue
-            if not _allowed(spec, source, cancer) or not _counts(finding, spec):
+            if not _allowed(spec, source, cancer) or not _counts(finding, spec, as_of):
                 continue
             if spec.kind == "histology_variant":
                 variants_by_sentence.setdefault(finding.sentence, []).append((situation, finding))
@@ -341,7 +362,13 @@ def recognise(case: Mapping[str, Any]) -> list[Situation]:
         if source not in ("patient.medications", "diagnosis.prior_therapies")
     )
     found = list(
-        _read(cancer, _recorded_histology(case), site if isinstance(site, str) else "", texts)
+        _read(
+            cancer,
+            _recorded_histology(case),
+            site if isinstance(site, str) else "",
+            texts,
+            reference_date(case).isoformat(),
+        )
     )
     # A structured field states a site as well as the text does.
     count = lookup(case, "staging.brain_metastases_count")

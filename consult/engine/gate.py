@@ -36,7 +36,6 @@ failed, passed or not checked.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -586,9 +585,7 @@ def safety_gate(
             # A drug whose critical precondition is not recorded is never an unconditional
             # first step: confirming it is a step of the pathway, right before the drug.
             order += 1
-            needed = [n for n, d in checks if d == drugs]
-            data = [n for n in needed if n not in state.actions]
-            outcome.components.append(_confirm_step(drugs, data, len(data) < len(needed), order))
+            outcome.components.append(_confirm_step(drugs, order))
         if component.role == "primary":
             order += 1
         outcome.components.append(
@@ -618,42 +615,19 @@ def safety_gate(
     return outcome
 
 
-_UNIT = re.compile(r"\s*\((?:ms|%|[a-z]+/[a-z0-9·⁹µ/]+|beats/min|mmhg|grade)\)\s*$", re.IGNORECASE)
+def _confirm_step(drugs: str, order: int) -> PlanComponent:
+    """The pathway step that confirms a critical precondition before the drug it concerns.
 
-
-# A yes/no fact whose label is an adjective reads as what is confirmed ("confirm pregnant").
-_AS_STATUS = {"pregnant": "pregnancy status", "breastfeeding": "breastfeeding status"}
-
-
-def _confirm_words(needed: Sequence[str], actions: bool) -> str:
-    """What the confirm step asks for, as a clinician writes it: "QTc", "LVEF and pregnancy
-    status" (a fact's label without its unit; an acronym keeps its capitals)."""
-    words: list[str] = []
-    for need in needed:
-        for part in re.split(r"\s+and\s+", _UNIT.sub("", str(need)).strip()):
-            if part[:1].isupper() and not part[1:2].isupper():
-                part = part[:1].lower() + part[1:]
-            part = _AS_STATUS.get(part, part)
-            if part and part not in words:
-                words.append(part)
-    if actions:
-        words.append("the precaution its safety rule requires")
-    if len(words) > 1:
-        return ", ".join(words[:-1]) + " and " + words[-1]
-    return words[0] if words else "the safety data the record lacks"
-
-
-def _confirm_step(drugs: str, needed: Sequence[str], actions: bool, order: int) -> PlanComponent:
-    """The pathway step that confirms a critical precondition before the drug it concerns:
-    "Before ribociclib: confirm QTc". The rules it stands for are in the plan's
-    ``confirm_first`` ("Confirm before starting doxorubicin: LVEF, not recorded (rule)"). The
-    step names the facts to record, never a rule's advice: a plan's components name only what
-    is done, and a referral gives no drug (coherence reads none from it)."""
+    What to confirm is in the plan's ``confirm_first`` ("Confirm before starting doxorubicin:
+    LVEF, not recorded (rule)"), not in the step's own words: a plan's components name only
+    what is given, and the words of a rule ("transplant history", "no chemotherapy in the first
+    trimester") are not a recommendation."""
     return PlanComponent(
         role=ComponentRole.PRIMARY,
         order=order,
         modality=Modality.REFERRAL,
-        description=f"Before {drugs}: confirm {_confirm_words(needed, actions)}",
+        description=f"Before starting {drugs}: confirm the safety data the record lacks "
+        f'(see "Confirm before starting {drugs}")',
         adjunct=True,
         rationale=[
             "A critical safety rule about this drug could not be checked from the record: it is "

@@ -131,6 +131,10 @@ def test_situations_current_emergency_written_with_a_date_still_counts() -> None
         ("Acute variceal bleeding in 2019, banded.", False),
         ("Admitted yesterday with haematemesis and melaena.", True),
         ("Presented with hypercalcaemia 3 days ago, on IV fluids.", True),
+        # an admission dated weeks back is a past episode, not the emergency before the board
+        ("Admitted 6 weeks ago with haematemesis; varices banded four times.", False),
+        ("Presented with melaena two months ago, treated endoscopically.", False),
+        ("Admitted 10 days ago with haematemesis, still transfusion-dependent.", True),
     ],
 )
 def test_situations_a_past_emergency_is_not_one_now_a_recent_one_is(
@@ -144,6 +148,16 @@ def test_situations_a_past_emergency_is_not_one_now_a_recent_one_is(
 def test_situations_transformed_from_an_indolent_lymphoma_in_the_histology() -> None:
     case = _case("lymphoma", "diffuse large B-cell lymphoma transformed from follicular lymphoma")
     assert "transformation" in _ids(case)
+
+
+def test_situations_an_emergency_dated_weeks_before_the_cases_own_date_is_past() -> None:
+    # given a bleed dated in the notes, read against the newest date the case records
+    notes = "Admitted on 2026-01-03 with a ruptured HCC and haemoperitoneum."
+    old = _case("hcc", "hepatocellular carcinoma", notes, labs={"date": "2026-03-01"})
+    new = _case("hcc", "hepatocellular carcinoma", notes, labs={"date": "2026-01-05"})
+    # then two months later it is history; two days later it is still the emergency
+    assert "active_bleeding" not in _ids(old)
+    assert "active_bleeding" in _ids(new)
 
 
 def test_situations_brain_metastases_from_the_staging_count() -> None:

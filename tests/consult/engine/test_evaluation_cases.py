@@ -20,14 +20,7 @@ CASES = sorted((REPO / "tests" / "cases").glob("*.json"))
 # Cases written as a tumour board would decide that the engine does not yet meet, each with what
 # it waits for. Strict: the day the engine gets them right the test fails, so that the entry is
 # removed and the case guards the fix.
-PENDING = {
-    "safety-11": "abstention (issue 30): 'Admitted 6 weeks ago with haematemesis; ... banded "
-    "four times' sets situation.active_bleeding, because that situation concept keeps historical "
-    "mentions (clinical/text/situations.yaml, historical: keep); dropping them would also drop a "
-    "bleed 'two days ago'; it waits for a recency-aware reading (the event's date against a "
-    "window, treated words such as banded or embolised). Until then the plan abstains instead of "
-    "treating the HCC without bevacizumab",
-}
+PENDING: dict[str, str] = {}
 
 
 def _case_param(path: Path) -> Any:

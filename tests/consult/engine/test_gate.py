@@ -105,7 +105,7 @@ def test_a_test_before_a_drug_passes_only_once_its_result_is_recorded() -> None:
     assert "capecitabine" in " ".join(pending.confirm_first)
     # and the pathway's first step is to confirm it, before the drug
     first, drug = pending.components
-    assert first.description == "Before capecitabine: confirm dpd status"
+    assert first.description.startswith("Before starting capecitabine: confirm")
     assert "capecitabine: dpd status, not recorded" in pending.confirm_first[0]
     assert (first.role, first.order, drug.order) == ("primary", 1, 2)
     assert drug.description == "Capecitabine"
@@ -324,7 +324,7 @@ def test_a_critical_rule_that_cannot_be_checked_makes_the_pathway_conditional() 
     assert _statuses(outcome) == {"x.ci.pregnancy": ("unknown", "needs_data")}
     check, first = outcome.components[:2]
     assert (check.role, check.order) == ("primary", 1)
-    assert check.description == "Before pemetrexed: confirm pregnancy status"
+    assert check.description.startswith("Before starting pemetrexed: confirm the safety")
     assert (first.description, first.role, first.order) == ("Carboplatin-pemetrexed", "primary", 2)
     assert outcome.option is first  # the confirmation is a step, not the treatment
     assert outcome.confirm_first == [
