@@ -31,6 +31,8 @@ PREFERENCES_SOURCE: Final = (
 )
 
 DECLINE_TOPICS: Final = (
+    # every treatment aimed at the cancer (a patient with capacity who chooses supportive care)
+    "anticancer_treatment",
     "surgery",
     "mastectomy",
     "chemotherapy",
@@ -52,7 +54,7 @@ WANT_TOPICS: Final = (
 )
 
 Polarity = Literal["decline", "want", "accept", "neutral"]
-Kind = Literal["decline", "want", "avoid_means_want", "inherent_want"]
+Kind = Literal["decline", "want", "avoid_means_want", "inherent_want", "inherent_decline"]
 
 
 @dataclass(frozen=True)
@@ -70,9 +72,32 @@ def _t(regex: str, topics: tuple[str, ...], kind: Kind) -> _Topic:
 
 _FERTILITY_AND_PREGNANCY = ("fertility_preservation", "future_pregnancy")
 
+# Every treatment aimed at the cancer, in the words a letter uses: "any treatment aimed at the
+# cancer", "all active treatment", "anticancer therapy", "cancer-directed treatment".
+_TREATMENT: Final = r"(?:treatments?|therap(?:y|ies)|interventions?)"
+_ANTICANCER: Final = (
+    r"(?:active|anti-?cancer|anti-?tumou?r|cancer[-\s](?:directed|specific)|"
+    r"disease[-\s](?:directed|modifying)|oncologic(?:al)?|life[-\s]prolonging)"
+)
+_ALL_TREATMENT: Final = (
+    rf"\b(?:any|all)\s+(?:further\s+|more\s+|other\s+)?(?:{_ANTICANCER}\s+)?{_TREATMENT}"
+    r"(?:\s+(?:aimed|directed)\s+at\s+(?:the|his|her|their)\s+(?:cancer|tumou?r|disease)"
+    # "any treatment that causes hair loss" is one kind of treatment, not every treatment
+    r"|(?!\s+(?:that|which|with|causing|involving|requiring|needing|by|in|of|where|using)\b))"
+    rf"|\b{_ANTICANCER}\s+{_TREATMENT}\b"
+    rf"|\b{_TREATMENT}\s+(?:aimed|directed)\s+at\s+(?:the|his|her|their)\s+"
+    r"(?:cancer|tumou?r|disease)\b"
+)
+_CARE_ONLY: Final = (
+    r"\b(?:comfort|supportive|palliative|symptomatic)\s+(?:care|treatment)\s+only\b"
+    r"|\bonly\s+(?:comfort|supportive|palliative|symptom(?:atic)?)\s+(?:care|control|treatment)\b"
+)
+
 # Order matters: an earlier, more specific mention claims its span first ("breast-conserving
 # surgery" is breast conservation, not surgery in general).
 _TOPICS: Final[tuple[_Topic, ...]] = (
+    _t(_ALL_TREATMENT, ("anticancer_treatment",), "decline"),
+    _t(_CARE_ONLY, ("anticancer_treatment",), "inherent_decline"),
     _t(
         r"\b(?:keep(?:ing)?|preserv(?:e|ing)|sav(?:e|ing)|conserv(?:e|ing)|retain(?:ing)?)"
         r"\s+(?:her\s+|his\s+|the\s+|their\s+)?breasts?\b",
@@ -371,22 +396,58 @@ def _apply(topic: _Topic, pol: Polarity | None, declines: set[str], wants: set[s
     if topic.kind == "inherent_want" and pol in (None, "want", "accept"):
         wants.update(topic.topics)
         return [f"wants {t}" for t in topic.topics]
+    if topic.kind == "inherent_decline" and pol in (None, "want", "accept"):
+        declines.update(topic.topics)
+        return [f"declines {t}" for t in topic.topics]
     if topic.kind == "avoid_means_want" and pol == "decline":
         wants.update(topic.topics)
         return [f"wants {t}" for t in topic.topics]
     return []
 
 
+# In the notes only an explicit decision of the patient counts ("has decided against any
+# treatment aimed at the cancer", "declines all active treatment"): a bare "no active
+# treatment" there is as often the history of another disease or the team's own view.
+_NOTES_REFUSAL: Final = re.compile(
+    r"\b(?:declin\w*|refus\w*|decided\s+against|decision\s+(?:is\s+)?not\s+to\s+have|"
+    r"opted\s+(?:against|not\s+to\s+have)|chose\s+not\s+to\s+have|chosen\s+not\s+to\s+have|"
+    r"(?:does|do)\s+not\s+want|doesn't\s+want|don't\s+want|wish(?:es)?\s+not\s+to\s+have|"
+    r"not\s+wish\s+to\s+(?:have|receive|start)|unwilling\s+to\s+(?:have|receive|start|undergo))\b",
+    re.IGNORECASE,
+)
+_ALL_TREATMENT_RE: Final = re.compile(_ALL_TREATMENT, re.IGNORECASE)
+
+
+def declines_all_in_notes(text: str) -> str | None:
+    """The clause of the notes in which the patient declines every treatment aimed at the
+    cancer, or None. The refusal comes before the treatment words in the same clause and is not
+    itself negated ("is not refusing treatment")."""
+    for clause in _clauses(text):
+        for refusal in _NOTES_REFUSAL.finditer(clause):
+            if _negated(clause, refusal.start()):
+                continue
+            mention = _ALL_TREATMENT_RE.search(clause, refusal.end())
+            if mention and mention.start() - refusal.end() <= 40:
+                return clause
+    return None
+
+
 def _read(case: Mapping[str, Any], name: str) -> CalcResult:
     inputs = Inputs(case)
     text = inputs.text("patient.preferences", record_missing=False)
-    if text is None:
+    notes = case.get("notes") if name == "declines" else None
+    refusal = declines_all_in_notes(notes) if isinstance(notes, str) else None
+    if text is None and refusal is None:
         if "patient.preferences" not in inputs.missing:
             inputs.missing.append("patient.preferences")
         return inputs.result(name, None, PREFERENCES_SOURCE)
-    parsed = parse_preferences(text)
+    parsed = parse_preferences(text or "")
     value = parsed.declines if name == "declines" else parsed.wants
-    detail = parsed.reasons or ["no declined or wanted topic recognised"]
+    reasons = list(parsed.reasons)
+    if refusal is not None and "anticancer_treatment" not in value:
+        value = ["anticancer_treatment", *value]
+        reasons.append(f'declines anticancer_treatment <- "{_quoted(refusal)}" (notes)')
+    detail = reasons or ["no declined or wanted topic recognised"]
     return inputs.result(name, value, PREFERENCES_SOURCE, detail)
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from clinical.plan import RejectedOption
-from clinical.vocab import ComponentRole
+from clinical.vocab import ComponentRole, Modality
 from consult.engine.schemas import ProposedComponent
 from consult.engine.sequence import in_sequence
 
@@ -55,8 +55,25 @@ class Arrangement:
         return next((c for c in self.primary if not is_adjunct(c)), None)
 
 
+# What a patient declines when they decline every treatment aimed at the cancer: supportive
+# care, antiviral prophylaxis and referrals stay on offer.
+_ANTICANCER_MODALITIES: Final = frozenset(
+    {
+        Modality.SURGERY,
+        Modality.ABLATION,
+        Modality.LOCOREGIONAL,
+        Modality.SYSTEMIC,
+        Modality.RADIOTHERAPY,
+        Modality.TRANSPLANT,
+    }
+)
+
+
 def _declined(component: ProposedComponent, declines: Collection[str]) -> list[str]:
-    return [topic for topic in component.declined_if if topic in declines]
+    topics = [topic for topic in component.declined_if if topic in declines]
+    if "anticancer_treatment" in declines and component.modality in _ANTICANCER_MODALITIES:
+        topics.append("anticancer_treatment")
+    return topics
 
 
 def _topic(topic: str) -> str:

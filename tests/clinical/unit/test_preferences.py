@@ -169,3 +169,55 @@ def test_parser_never_crashes_on_arbitrary_text(text: str) -> None:
     parsed = parse_preferences(text)
     assert set(parsed.declines) <= set(DECLINE_TOPICS)
     assert set(parsed.wants) <= set(WANT_TOPICS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Declines all anticancer treatment.",
+        "She does not want any further treatment, only symptom control.",
+        "Comfort care only.",
+        "He refuses any treatment aimed at the cancer, including tablets.",
+        "Wants supportive care only; no chemotherapy, no operation.",
+    ],
+)
+def test_a_stated_refusal_of_every_anticancer_treatment_is_read(text: str) -> None:
+    assert "anticancer_treatment" in parse_preferences(text).declines
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Declines chemotherapy but would accept an operation.",
+        "Is willing to have any treatment the team advises.",
+        "Would consider all treatment options.",
+        "Declines any treatment that causes hair loss.",
+        "Refuses any therapy involving blood products.",
+    ],
+)
+def test_declining_one_treatment_or_accepting_all_is_not_declining_all(text: str) -> None:
+    assert "anticancer_treatment" not in parse_preferences(text).declines
+
+
+@pytest.mark.parametrize(
+    ("notes", "declined"),
+    [
+        ("After two discussions he has decided against any treatment aimed at the cancer.", True),
+        ("Capacity intact. She declines all active treatment and wishes to stay at home.", True),
+        ("He does not want any anticancer therapy; supportive care at home.", True),
+        ("Opted not to have any further treatment after a long discussion with her family.", True),
+        # the history of another disease, the team's own view, or a negated refusal
+        ("Prostate cancer 2015 on active surveillance, no active treatment.", False),
+        ("No further active treatment was thought possible at the referring hospital.", False),
+        ("She is not refusing treatment; she wants to discuss the options.", False),
+        ("Declined adjuvant chemotherapy in 2019.", False),
+    ],
+)
+def test_the_notes_count_only_an_explicit_refusal_of_every_anticancer_treatment(
+    notes: str, declined: bool
+) -> None:
+    # given a case whose preferences field is empty and whose notes say it
+    case = {**_case(None), "notes": notes}
+    value = declines(case).value
+    # then the refusal of every treatment aimed at the cancer is read, and nothing else
+    assert ("anticancer_treatment" in (value or [])) is declined
