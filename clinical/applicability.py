@@ -19,6 +19,9 @@ from clinical.text.notes import complete_from_notes
 Truth = bool | None
 
 
+TLS_TEXT = "organ_function.tumour_lysis_risk"
+
+
 def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
     """Every fact a condition may name: "section.key" from the case file, "derived.<name>"
     from the calculators (among them "derived.line", the line of systemic therapy).
@@ -53,6 +56,11 @@ def case_facts(case: Mapping[str, Any]) -> dict[str, Any]:
     # immune-related adverse events and bleeding events as lists) go to the rules as read.
     for name, value in read.items():
         facts.setdefault(name, value)
+    # A high tumour-lysis risk the notes state (a spontaneous tumour lysis, hyperuricaemia,
+    # Burkitt, a bulky mass) is a high risk group whatever the calculator read from the fields
+    # (for any cancer: the calculator reads lymphoma only).
+    if facts.get(TLS_TEXT) == "high":
+        facts["derived.tls_risk"] = "high"
     facts["derived.from_text"] = from_notes + from_text
     facts["derived.text_disagreements"] = notes_disagreements + disagreements
     facts["derived.likely_missing"] = likely_missing(case)

@@ -332,6 +332,9 @@ class SurveillanceAction(_Strict):
     what: Annotated[str, Field(min_length=3, max_length=300)]
     interval: Annotated[str, Field(min_length=3, max_length=120)]
     anchor: ResponseAnchor
+    # Drug-specific monitoring: the interval belongs to the plan only while its pathway gives
+    # one of these drugs (blood counts on a CDK4/6 inhibitor); empty = whatever the pathway.
+    agents: list[Annotated[str, Field(min_length=2, max_length=60)]] = Field(default_factory=list)
 
 
 class StagingAction(_Strict):

@@ -94,6 +94,8 @@ DERIVED_LABELS: Mapping[str, str] = MappingProxyType(
         "derived.pik3ca_mutation": "PIK3CA mutation",
         "derived.pi3k_pathway_altered": "PIK3CA, AKT1 or PTEN alteration",
         "derived.breast_surgery_done": "Breast operation done",
+        "derived.germline_testing_indicated": "Germline testing to offer",
+        "derived.tls_risk": "Tumour-lysis risk group",
         "derived.allergy_classes": "Drug allergies (by class)",
         "derived.allergies_unmapped": "Allergies not matched to a drug class",
         "derived.response": "Response at the latest scan (computed)",

@@ -634,14 +634,38 @@ _SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperti
 
 @lru_cache(maxsize=64)
 def wire_schema(schema: type[pydantic.BaseModel]) -> dict[str, Any]:
-    """The JSON Schema sent for ``schema``: its constraints (types, enums, bounds, required)
-    without annotations, the top-level title kept as the message's name. pydantic still
+    """The JSON Schema sent for ``schema``, minimal: its constraints (types, enums, bounds,
+    required) without annotations, every ``$ref`` written in place (no ``$defs`` block to read
+    across), an enum without its redundant ``type``, an optional field as its type alone (a
+    null is still accepted: it is the field's default), the top-level title kept as the
+    message's name. It is sent with every call and paid for each time; pydantic still
     validates every reply against the model itself."""
     full = schema.model_json_schema()
-    stripped: dict[str, Any] = _strip(full)
+    defs = full.get("$defs", {})
+    stripped: dict[str, Any] = _strip(_inline(full, defs))
+    stripped.pop("$defs", None)
     if "title" in full:
         stripped = {"title": full["title"], **stripped}
     return stripped
+
+
+def _inline(node: Any, defs: Mapping[str, Any]) -> Any:
+    """``node`` with each ``{"$ref": "#/$defs/X"}`` replaced by X (the engine's schemas are
+    not recursive) and ``anyOf [X, null]`` by X."""
+    if isinstance(node, list):
+        return [_inline(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _inline(defs[ref.removeprefix("#/$defs/")], defs)
+    options = node.get("anyOf")
+    if isinstance(options, list):
+        kept = [o for o in options if o != {"type": "null"}]
+        if len(kept) == 1 and len(kept) < len(options):
+            rest = {k: v for k, v in node.items() if k != "anyOf"}
+            return _inline({**rest, **kept[0]}, defs)
+    return {k: _inline(v, defs) for k, v in node.items() if k != "$defs"}
 
 
 def _strip(node: Any) -> Any:
@@ -652,6 +676,8 @@ def _strip(node: Any) -> Any:
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key in _ANNOTATIONS:
+            continue
+        if key == "type" and "enum" in node:
             continue
         if key in _SCHEMA_MAPS and isinstance(value, dict):
             out[key] = {name: _strip(sub) for name, sub in value.items()}

@@ -39,6 +39,7 @@ from clinical.calculators.dosing import (
     irinotecan_hepatic_dose_pct,
     paclitaxel_hepatic_dose_pct,
 )
+from clinical.calculators.germline import germline_testing_indicated
 from clinical.calculators.history import (
     intolerant_of,
     prior_regimens_with_history,
@@ -105,6 +106,7 @@ from clinical.calculators.transplant import (
     within_ucsf,
     within_up_to_7,
 )
+from clinical.calculators.tumour_lysis import tls_risk
 from clinical.results import CalcResult, CalcValue, lookup
 from clinical.text.preferences import declines, fertility_declined, wants
 from clinical.text.textfacts import (
@@ -219,6 +221,7 @@ CALCULATORS_BY_CANCER_TYPE: Final[dict[str, dict[str, Calculator]]] = {
         "pik3ca_mutation": pik3ca_mutation,
         "pi3k_pathway_altered": pi3k_pathway_altered,
         "breast_surgery_done": breast_surgery_done,
+        "germline_testing_indicated": germline_testing_indicated,
     },
     "lymphoma": {
         "ann_arbor_stage": ann_arbor_stage,
@@ -230,6 +233,7 @@ CALCULATORS_BY_CANCER_TYPE: Final[dict[str, dict[str, Calculator]]] = {
         "hodgkin_stage_group": hodgkin_stage_group,
         "h_pylori": h_pylori_status,
         "gelf_high_burden": gelf_high_burden,
+        "tls_risk": tls_risk,
     },
 }
 

@@ -406,47 +406,60 @@ def _apply(topic: _Topic, pol: Polarity | None, declines: set[str], wants: set[s
 
 
 # In the notes only an explicit decision of the patient counts ("has decided against any
-# treatment aimed at the cancer", "declines all active treatment"): a bare "no active
-# treatment" there is as often the history of another disease or the team's own view.
+# treatment aimed at the cancer", "will not have chemotherapy of any kind", "does not want an
+# operation"): a bare "no active treatment" there is as often the history of another disease or
+# the team's own view, and a refusal dated in the past ("declined adjuvant chemotherapy in
+# 2019") was about another decision.
 _NOTES_REFUSAL: Final = re.compile(
     r"\b(?:declin\w*|refus\w*|decided\s+against|decision\s+(?:is\s+)?not\s+to\s+have|"
-    r"opted\s+(?:against|not\s+to\s+have)|chose\s+not\s+to\s+have|chosen\s+not\s+to\s+have|"
-    r"(?:does|do)\s+not\s+want|doesn't\s+want|don't\s+want|wish(?:es)?\s+not\s+to\s+have|"
-    r"not\s+wish\s+to\s+(?:have|receive|start)|unwilling\s+to\s+(?:have|receive|start|undergo))\b",
+    r"opted\s+(?:against|not\s+to\s+have)|cho(?:se|sen)\s+not\s+to\s+have|adamant|"
+    r"(?:does|do|did)\s+not\s+want|doesn't\s+want|don't\s+want|will\s+not\s+(?:have|accept|"
+    r"undergo|consider|take)|won't\s+(?:have|accept|undergo|consider|take)|"
+    r"wish(?:es)?\s+not\s+to\s+have|not\s+wish\s+to\s+(?:have|receive|start|undergo)|"
+    r"unwilling\s+to\s+(?:have|receive|start|undergo))\b",
     re.IGNORECASE,
 )
-_ALL_TREATMENT_RE: Final = re.compile(_ALL_TREATMENT, re.IGNORECASE)
+_PAST_DECISION: Final = re.compile(
+    r"\b(?:previously|at\s+the\s+time|back\s+then|in\s+(?:19|20)\d\d|\d+\s+years?\s+ago|"
+    r"(?:adjuvant|neoadjuvant)\b)",
+    re.IGNORECASE,
+)
 
 
-def declines_all_in_notes(text: str) -> str | None:
-    """The clause of the notes in which the patient declines every treatment aimed at the
-    cancer, or None. The refusal comes before the treatment words in the same clause and is not
-    itself negated ("is not refusing treatment")."""
+def declines_in_notes(text: str) -> tuple[list[str], list[str]]:
+    """The topics the patient declines in the notes, and the clauses that say so: a clause
+    counts only with an explicit refusal that is not negated ("is not refusing treatment") and
+    not dated in the past."""
+    topics: list[str] = []
+    clauses: list[str] = []
     for clause in _clauses(text):
-        for refusal in _NOTES_REFUSAL.finditer(clause):
-            if _negated(clause, refusal.start()):
-                continue
-            mention = _ALL_TREATMENT_RE.search(clause, refusal.end())
-            if mention and mention.start() - refusal.end() <= 40:
-                return clause
-    return None
+        refusal = _NOTES_REFUSAL.search(clause)
+        if refusal is None or _negated(clause, refusal.start()):
+            continue
+        if _PAST_DECISION.search(clause):
+            continue
+        found = [t for t in parse_preferences(clause).declines if t not in topics]
+        if found:
+            topics += found
+            clauses.append(clause)
+    return topics, clauses
 
 
 def _read(case: Mapping[str, Any], name: str) -> CalcResult:
     inputs = Inputs(case)
     text = inputs.text("patient.preferences", record_missing=False)
     notes = case.get("notes") if name == "declines" else None
-    refusal = declines_all_in_notes(notes) if isinstance(notes, str) else None
-    if text is None and refusal is None:
+    noted, clauses = declines_in_notes(notes) if isinstance(notes, str) else ([], [])
+    if text is None and not noted:
         if "patient.preferences" not in inputs.missing:
             inputs.missing.append("patient.preferences")
         return inputs.result(name, None, PREFERENCES_SOURCE)
     parsed = parse_preferences(text or "")
     value = parsed.declines if name == "declines" else parsed.wants
     reasons = list(parsed.reasons)
-    if refusal is not None and "anticancer_treatment" not in value:
-        value = ["anticancer_treatment", *value]
-        reasons.append(f'declines anticancer_treatment <- "{_quoted(refusal)}" (notes)')
+    if any(t not in value for t in noted):
+        value = [t for t in DECLINE_TOPICS if t in value or t in noted]
+        reasons += [f'declines <- "{_quoted(c)}" (notes)' for c in clauses]
     detail = reasons or ["no declined or wanted topic recognised"]
     return inputs.result(name, value, PREFERENCES_SOURCE, detail)
 

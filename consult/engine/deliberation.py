@@ -59,6 +59,7 @@ from consult.engine.context import (
     VoteInput,
 )
 from consult.engine.decisive import decisive_facts
+from consult.engine.drug_monitoring import for_pathway
 from consult.engine.gate import relevant_need, with_allergy_check
 from consult.engine.grounding import ground_report, tree_nodes
 from consult.engine.options import not_advised
@@ -827,9 +828,10 @@ class Deliberation:
             plan_components = outside.components
         else:
             plan_components = without_situation_steps(plan_components, therapy_units)
+        # Drug-specific monitoring only for the drugs the pathway gives.
         monitoring = [
             MonitoringItem(phase=m.phase, what=m.what, interval=m.interval, anchor=m.anchor)
-            for m in draft.monitoring
+            for m in for_pathway(draft.monitoring, plan_components, memory)
         ]
         response = case_response(self.state.case)
         if response is not None:
@@ -847,7 +849,9 @@ class Deliberation:
         cited: list[str] = []
         for component in plan_components:
             cited += component.evidence
-        cited += [e for m in draft.monitoring for e in m.evidence]
+        cited += [
+            e for m in for_pathway(draft.monitoring, plan_components, memory) for e in m.evidence
+        ]
         cited += list(gate["cited"])
         cited += [
             e

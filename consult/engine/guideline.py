@@ -32,6 +32,7 @@ from consult.engine.context import (
 )
 from consult.engine.matching import addressed, drug_key, substitution, targets
 from consult.engine.pathway import arrange, is_adjunct, modalities_done
+from consult.engine.pathway_pass import joined, timing_of
 from consult.engine.protocols import Evidence, PastCase
 from consult.engine.schemas import (
     Claim,
@@ -640,11 +641,16 @@ def plan_summary(
     else:
         text = (
             f"{asked}{stage}. Recommended pathway ({intent}): "
-            + "; then ".join(
-                c.description
-                + (f" [dose: {'; '.join(c.dose_adjustments)}]" if c.dose_adjustments else "")
-                + (f" [only once {waits[c.description]}]" if c.description in waits else "")
-                for c in primary
+            + joined(
+                [
+                    c.description
+                    + (f" [dose: {'; '.join(c.dose_adjustments)}]" if c.dose_adjustments else "")
+                    + (f" [only once {waits[c.description]}]" if c.description in waits else "")
+                    for c in primary
+                ],
+                # A step given alongside the one before it (supportive or antiviral care) is
+                # joined by "alongside", not "then".
+                [timing_of(c.model_dump(mode="json")) for c in primary],
             )
             + "."
         )

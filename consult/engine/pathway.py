@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from clinical import lexicon
 from clinical.plan import RejectedOption
 from clinical.vocab import ComponentRole, Modality
 from consult.engine.schemas import ProposedComponent
@@ -69,11 +70,38 @@ _ANTICANCER_MODALITIES: Final = frozenset(
 )
 
 
-def _declined(component: ProposedComponent, declines: Collection[str]) -> list[str]:
-    topics = [topic for topic in component.declined_if if topic in declines]
-    if "anticancer_treatment" in declines and component.modality in _ANTICANCER_MODALITIES:
-        topics.append("anticancer_treatment")
+# What a step is, in the words a patient declines: by its modality, and for a drug step by the
+# classes of the drugs it gives ("will not have chemotherapy of any kind" declines nivolumab-
+# ipilimumab with two cycles of carboplatin-pemetrexed as well as a platinum doublet).
+_MODALITY_TOPICS: Final = {
+    Modality.SURGERY: "surgery",
+    Modality.RADIOTHERAPY: "radiotherapy",
+    Modality.TRANSPLANT: "transplant",
+}
+_CLASS_TOPICS: Final = (
+    ("chemotherapy", "chemotherapy"),
+    ("immunotherapy", "immunotherapy"),
+    ("endocrine", "endocrine_therapy"),
+)
+
+
+def _is_topics(component: ProposedComponent) -> set[str]:
+    topics = (
+        {_MODALITY_TOPICS[component.modality]} if component.modality in _MODALITY_TOPICS else set()
+    )
+    if component.modality == Modality.SYSTEMIC:
+        gives = lexicon.given(component.agents, component.description)
+        topics |= {topic for cls, topic in _CLASS_TOPICS if gives.gives_class(cls)}
+    if component.modality in _ANTICANCER_MODALITIES:
+        topics.add("anticancer_treatment")
     return topics
+
+
+def _declined(component: ProposedComponent, declines: Collection[str]) -> list[str]:
+    if not declines:
+        return []
+    topics = [topic for topic in component.declined_if if topic in declines]
+    return topics + sorted(t for t in _is_topics(component) & set(declines) if t not in topics)
 
 
 def _topic(topic: str) -> str:

@@ -42,6 +42,8 @@ from consult.engine.weight_doses import resolved_doses
 NOT_INDICATED: Final = "not indicated now"
 _CONCURRENT_MODALITIES: Final = frozenset({"supportive", "antiviral"})
 _FOLLOWS = re.compile(r"^\W*(?:\S+\s+){0,5}?(?:after|following|at\s+progression)\b", re.I)
+# A step that says itself it comes first ("Before ribociclib: confirm QTc").
+_OPENS_BEFORE = re.compile(r"^\W*before\b", re.I)
 _DURING = re.compile(r"\bduring\b|\bthroughout\b|\bwith\s+each\b|\balongside\b|\bconcurrent", re.I)
 
 
@@ -52,18 +54,91 @@ def _dump(component: PlanComponent) -> dict[str, Any]:
 Timing = Literal["", "before", "with", "then"]
 
 
-def _timing(component: PlanComponent) -> Timing:
-    item = _dump(component)
-    if is_baseline(item):
+def timing_of(item: Mapping[str, Any]) -> Timing:
+    """When a pathway step (a plan or proposed component as a dict) is given relative to the
+    step before it: before (baseline, prophylaxis started before the first dose), with
+    (supportive or antiviral care, an adjunct that does not say it follows, a step given
+    during or alongside), then (the rest)."""
+    text = str(item.get("description") or "")
+    if is_baseline(item) or _OPENS_BEFORE.match(text):
         return "before"
-    text = component.description
+    modality = str(item.get("modality") or "")
     if _FOLLOWS.search(text):
         return "then"
-    if component.modality in _CONCURRENT_MODALITIES or _DURING.search(text):
+    if modality in _CONCURRENT_MODALITIES or _DURING.search(text):
         return "with"
-    if component.adjunct and component.modality not in ACTIVE:
+    if item.get("adjunct") and modality not in ACTIVE:
         return "with"
     return "then"
+
+
+# How the summary joins a step to the one before it: a concurrent step is not "then".
+JOINERS: Final[dict[str, str]] = {"with": "; alongside: ", "before": "; then ", "then": "; then "}
+
+
+def joined(descriptions: list[str], timings: list[str]) -> str:
+    """The pathway's steps in one line, each joined to the one before by its timing."""
+    text = ""
+    for index, (description, timing) in enumerate(zip(descriptions, timings, strict=True)):
+        text += description if index == 0 else JOINERS.get(timing, "; then ") + description
+    return text
+
+
+def _pathway_line(steps: list[PlanComponent]) -> str:
+    """The pathway as ``guideline.plan_summary`` writes it (doses and preconditions in
+    brackets), so that a repaired order or timing can replace it in the summary."""
+    return joined(
+        [
+            c.description
+            + (f" [dose: {'; '.join(c.dose_adjustments)}]" if c.dose_adjustments else "")
+            + (f" [only once {c.waits_for}]" if c.waits_for else "")
+            for c in steps
+        ],
+        [timing_of(_dump(c)) for c in steps],
+    )
+
+
+# Supportive care that a treatment step may already name in its own words.
+SUPPORTIVE_ALREADY_INCLUDED: Final = "supportive_care_already_included"
+_SUPPORTIVE_CARE: Final[dict[str, re.Pattern[str]]] = {
+    "steroid pre-phase": re.compile(r"\bpre-?phase\b", re.I),
+    "G-CSF support": re.compile(r"\bG-CSF\b|\b(?:peg)?filgrastim\b", re.I),
+    "tumour-lysis prophylaxis": re.compile(r"\brasburicase\b|\btumou?r[- ]lysis\b", re.I),
+}
+
+
+def _care_named(step: PlanComponent) -> str:
+    return next((n for n, p in _SUPPORTIVE_CARE.items() if p.search(step.description)), "")
+
+
+def already_included(step: PlanComponent, pathway: list[PlanComponent]) -> str:
+    """The supportive care (a steroid pre-phase, G-CSF) a supportive adjunct gives that a
+    treatment step of the pathway already names; empty when it adds care of its own."""
+    if not step.adjunct or step.modality in ACTIVE:
+        return ""
+    care = _care_named(step)
+    if care and care_step(step, pathway):
+        return care
+    return ""
+
+
+def care_step(step: PlanComponent, pathway: list[PlanComponent]) -> str:
+    """The treatment step of the pathway that names the care ``step`` gives ('' when none)."""
+    pattern = _SUPPORTIVE_CARE.get(_care_named(step))
+    if pattern is None:
+        return ""
+    return next(
+        (
+            o.description
+            for o in pathway
+            if o is not step and o.modality in ACTIVE and pattern.search(o.description)
+        ),
+        "",
+    )
+
+
+def _timing(component: PlanComponent) -> Timing:
+    return timing_of(_dump(component))
 
 
 # --- whether an alternative's "when" already holds ------------------------------------------------
@@ -152,9 +227,27 @@ def pathway_pass(plan: Plan, facts: Mapping[str, Any]) -> Plan:
         (c for c in components if c.role is ComponentRole.ALTERNATIVE), key=lambda c: c.rank or 0
     )
     notes: list[CoherenceNote] = []
+    # The summary's pathway line as it was written, to be rewritten in the repaired order.
+    before_line = _pathway_line(primary)
+
+    # Supportive care a treatment step already includes ("R-mini-CHOP after a steroid
+    # pre-phase") is not a step of its own as well.
+    for c in list(primary):
+        care = already_included(c, primary)
+        if care:
+            primary.remove(c)
+            notes.append(
+                CoherenceNote(
+                    property=SUPPORTIVE_ALREADY_INCLUDED,
+                    sentence=f"The {care} is part of “{care_step(c, primary)[:80]}”; "
+                    "it is not given a second time as a step of its own.",
+                    repaired=True,
+                )
+            )
 
     # A baseline step after the treatment it protects moves before it.
-    for finding in baseline_after_treatment(plan.model_dump(mode="json")):
+    kept = {"recommendation": {"components": [_dump(c) for c in [*primary, *alternatives]]}}
+    for finding in baseline_after_treatment(kept):
         notes.append(
             CoherenceNote(property=finding.property, sentence=finding.sentence, repaired=True)
         )
@@ -198,6 +291,7 @@ def pathway_pass(plan: Plan, facts: Mapping[str, Any]) -> Plan:
         c.rank = index
         c.order = None
         c.timing = ""
+    after_line = _pathway_line(primary)
     # Doses by weight band, per kilogram or per square metre, worked out for this patient.
     for c in [*primary, *alternatives]:
         adjustments, doses = resolved_doses(c.description, facts)
@@ -205,6 +299,10 @@ def pathway_pass(plan: Plan, facts: Mapping[str, Any]) -> Plan:
         c.doses = doses
     repaired = plan.model_copy(deep=True)
     repaired.recommendation.components = [*primary, *alternatives]
+    if before_line and after_line != before_line:
+        repaired.recommendation.summary = repaired.recommendation.summary.replace(
+            before_line, after_line, 1
+        )
 
     # An intent its steps do not bear out takes the intent the steps give.
     document = repaired.model_dump(mode="json")

@@ -118,14 +118,20 @@ def compact_dict(value: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def case_for(role: str, case: Mapping[str, Any]) -> dict[str, Any]:
-    """The sections of the case ``role`` needs, without empty fields."""
+def case_for(role: str, case: Mapping[str, Any], *, reviewing: str = "") -> dict[str, Any]:
+    """The sections of the case ``role`` needs, without empty fields. A reviewer checks a
+    report against the facts it was written from: ``reviewing`` another member's report, the
+    sections both read."""
     sections = CASE_SECTIONS.get(role, _DEFAULT_SECTIONS)
     case = {**case, "patient": _without_identity(case.get("patient"))}
     extra = (
         () if role not in ("diagnostic", "treatment") else tuple(k for k in case if k not in _KNOWN)
     )
-    return compact_dict({k: case[k] for k in (*sections, *extra) if k in case})
+    kept = compact_dict({k: case[k] for k in (*sections, *extra) if k in case})
+    if not reviewing:
+        return kept
+    theirs = case_for(reviewing, case)
+    return {k: v for k, v in kept.items() if k in theirs}
 
 
 def _without_identity(patient: Any) -> Any:
@@ -135,19 +141,30 @@ def _without_identity(patient: Any) -> Any:
     return {k: v for k, v in patient.items() if k != "pseudonym"}
 
 
-def evidence_brief(evidence: Sequence[Evidence], cited: Iterable[str] = ()) -> list[dict[str, Any]]:
+def evidence_brief(
+    evidence: Sequence[Evidence], cited: Iterable[str] = (), *, actions: bool = True
+) -> list[dict[str, Any]]:
     """Each unit as its id and one line (its title), whether it applies (and what is missing
     when that depends on missing data), what a unit that applies recommends in a few words (a
     therapy's drugs, a surveillance interval, a safety rule's severity); the full text only for
-    ``cited``."""
+    ``cited``. Without ``actions`` (a reviewer, who reads the proposal's own items and their
+    ids) a therapy's or surveillance's recommendation is left out; a safety rule's severity
+    stays."""
     full = set(cited)
     lines = []
     for e in evidence:
-        line: dict[str, Any] = {"unit_id": e.unit_id, "says": e.title, "applies": e.applies}
-        if e.missing:
+        line: dict[str, Any] = {"unit_id": e.unit_id, "says": e.title}
+        if e.missing and e.applies is None:
+            # Waiting for data: the missing fields say so (the common prompt's rule).
             line["missing"] = list(e.missing)
+        else:
+            line["applies"] = e.applies
+            if e.missing:
+                line["missing"] = list(e.missing)
         # What a unit recommends matters once it applies; until then, what it is waiting for.
         action = e.action if e.applies is True else {}
+        if not actions and action.get("type") != "safety":
+            action = {}
         match action.get("type"):
             case "therapy":
                 line["action"] = compact(
@@ -171,6 +188,36 @@ def evidence_brief(evidence: Sequence[Evidence], cited: Iterable[str] = ()) -> l
             line["text"] = e.text
         lines.append(line)
     return lines
+
+
+def waiting(evidence: Sequence[Evidence], cited: Iterable[str] = ()) -> list[Evidence]:
+    """The units that wait for missing data (whether they apply is not known), except those
+    ``cited`` (their full text goes with the evidence)."""
+    full = set(cited)
+    return [e for e in evidence if e.applies is None and e.missing and e.unit_id not in full]
+
+
+def evidence_parts(
+    evidence: Sequence[Evidence], cited: Iterable[str] = (), *, actions: bool = True
+) -> dict[str, Any]:
+    """A member's evidence as the prompt carries it: ``evidence`` (``evidence_brief``) for the
+    units decided, and ``waiting_for_data``: the units that wait for missing data, grouped by
+    the data they wait for (each unit id with its one line), so that twenty rules waiting for
+    the same bilirubin name it once."""
+    cited = set(cited)
+    pending = waiting(evidence, cited)
+    skipped = {e.unit_id for e in pending}
+    groups: dict[str, dict[str, str]] = {}
+    for e in pending:
+        groups.setdefault(", ".join(e.missing), {})[e.unit_id] = e.title
+    return compact_dict(
+        {
+            "evidence": evidence_brief(
+                [e for e in evidence if e.unit_id not in skipped], cited, actions=actions
+            ),
+            "waiting_for_data": groups,
+        }
+    )
 
 
 def report_brief(report: Any) -> dict[str, Any]:
@@ -235,16 +282,22 @@ def cited_ids(report: Any) -> set[str]:
 
 def concerning(evidence: Sequence[Evidence], report: Any) -> list[Evidence]:
     """The units of a reviewer's evidence that bear on ``report``: a safety rule only when it
-    names a drug or modality the report proposes (or names none: a rule about the patient),
-    every other unit once it is decided whether it applies. A rule about drugs nobody proposed
+    names a drug or modality the report proposes (or names none: a rule about the patient), a
+    therapy step when the report proposes treatment or cites it, every other unit once it is
+    decided whether it applies. A rule about drugs nobody proposed
     has nothing to review."""
     proposed = {
         name.lower() for c in report.components for name in (*c.agents, str(c.modality)) if name
     }
     words = " ".join(c.description.lower() for c in report.components)
+    cited = cited_ids(report)
     kept = []
     for e in evidence:
         action = e.action
+        if action.get("type") == "therapy" and not report.components and e.unit_id not in cited:
+            # A report that proposes no treatment (Safety's, Monitoring's) is not reviewed
+            # against therapy steps it does not name.
+            continue
         if action.get("type") != "safety":
             # A therapy step or staging rule that waits for missing data says nothing about
             # this proposal yet (its member asks for the data in its own report).
@@ -257,15 +310,75 @@ def concerning(evidence: Sequence[Evidence], report: Any) -> list[Evidence]:
     return kept
 
 
-def report_gist(report: Any) -> dict[str, Any]:
+def critiques_brief(critiques: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """The critiques a member received, each said once: the members who agreed by name only,
+    an objection made in the same words (by several members, or in a review and a vote) once
+    with all their names and items, and a reason left out where the critique already says
+    it."""
+    agreed: list[str] = []
+    objections: dict[str, dict[str, Any]] = {}
+    for who, critique in critiques:
+        data = compact_dict(critique.model_dump())
+        if data.get("agree") and not data.get("concerns") and not data.get("demote"):
+            if who not in agreed:
+                agreed.append(who)
+            continue
+        text = str(data.get("critique") or "")
+        reasons = {
+            item: reason
+            for item, reason in (data.get("reasons") or {}).items()
+            if str(reason) not in text
+        }
+        entry = objections.setdefault(text, {"from": [], "critique": text})
+        if who not in entry["from"]:
+            entry["from"].append(who)
+        # The same objection raised twice (in a review and again with a vote) carries the
+        # items of both.
+        for field in ("concerns", "demote"):
+            for item in data.get(field) or ():
+                if item not in entry.setdefault(field, []):
+                    entry[field].append(item)
+        if reasons:
+            entry.setdefault("reasons", {}).update(reasons)
+    # In a fixed order (members answer concurrently): the same critiques read the same.
+    for entry in objections.values():
+        entry["from"].sort()
+    return compact_dict(
+        {
+            "agreed": sorted(agreed),
+            "objections": sorted(objections.values(), key=lambda e: (e["from"], e["critique"])),
+        }
+    )
+
+
+def residual_brief(residuals: Sequence[Any]) -> list[dict[str, Any]]:
+    """The residual contexts of the last two rounds (MDTeamGPT), a summary that repeats the
+    one before it said once: a stalled round adds nothing to read."""
+    briefs: list[dict[str, Any]] = []
+    for residual in residuals[-2:]:
+        brief = compact_dict(residual.model_dump())
+        if brief not in briefs:
+            briefs.append(brief)
+    return briefs
+
+
+def report_gist(report: Any, beside: Any = None) -> dict[str, Any]:
     """A member's report as the Coordinator summarises it: the conclusion, the items proposed,
-    the constraints raised and the data asked for (the evidence behind them is the members')."""
+    the constraints raised and the data asked for (the evidence behind them is the members').
+    ``beside`` the plan in the same message (the draft a member votes on, the weighted
+    consensus the Coordinator arranges; anything with ``components`` and ``rejected``): only
+    the items it neither carries as proposed nor rules out."""
     data = report.model_dump(mode="json")
+    items = [(c.get("description"), c.get("role")) for c in data.get("components") or ()]
+    if beside is not None:
+        given = {(c.description, str(c.role)) for c in beside.components}
+        ruled_out = {r.option for r in beside.rejected}
+        items = [i for i in items if i not in given and i[0] not in ruled_out]
     return compact_dict(
         {
             "conclusion": data.get("conclusion"),
-            "components": [
-                f"{c.get('description')} ({c.get('role')})" for c in data.get("components") or ()
+            ("components" if beside is None else "components_not_in_plan"): [
+                f"{description} ({role})" for description, role in items
             ],
             "constraints": [
                 f"{c.get('severity')}: {c.get('text')}" for c in data.get("constraints") or ()

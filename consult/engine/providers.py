@@ -170,15 +170,13 @@ class LLMProvider:
             "specialist_reason": inp.reason,
             "case": prompting.case_for(inp.role, inp.case),
             "derived_staging": prompting.compact(dict(inp.staging)),
-            "evidence": prompting.evidence_brief(inp.evidence, prompting.cited_ids(inp.previous)),
+            **prompting.evidence_parts(inp.evidence, prompting.cited_ids(inp.previous)),
             "round": inp.round,
             "your_previous_report": (
                 prompting.report_brief(inp.previous) if inp.previous is not None else None
             ),
-            "residual_contexts": [prompting.compact(r.model_dump()) for r in inp.residuals[-2:]],
-            "critiques_received": [
-                {"from": who, **prompting.compact(c.model_dump())} for who, c in inp.critiques
-            ],
+            "residual_contexts": prompting.residual_brief(inp.residuals),
+            "critiques_received": prompting.critiques_brief(inp.critiques),
             "similar_past_cases": [
                 prompting.compact({"label": p.label, "summary": p.summary, "lesson": p.lesson})
                 for p in inp.experience
@@ -197,9 +195,11 @@ class LLMProvider:
     async def review(self, inp: ReviewInput) -> Answer:
         user = {
             "reviewer": inp.reviewer,
-            "case": prompting.case_for(inp.reviewer, inp.case),
-            "evidence": prompting.evidence_brief(
-                prompting.concerning(inp.evidence, inp.report), prompting.cited_ids(inp.report)
+            "case": prompting.case_for(inp.reviewer, inp.case, reviewing=inp.target),
+            **prompting.evidence_parts(
+                prompting.concerning(inp.evidence, inp.report),
+                prompting.cited_ids(inp.report),
+                actions=False,
             ),
             "target": inp.target,
             "report": prompting.report_brief(inp.report),
@@ -222,39 +222,54 @@ class LLMProvider:
             ),
             "derived_staging": prompting.compact(dict(inp.staging)),
             "round": inp.round,
-            "reports": {role: prompting.report_gist(r) for role, r in inp.reports.items()},
-            "critiques": [
+            # What each member concluded; its items only where the weighted consensus (below)
+            # does not carry them as proposed.
+            "reports": {
+                role: prompting.report_gist(r, beside=consensus)
+                for role, r in sorted(inp.reports.items())
+            },
+            # An agreement by who agreed with whom; an objection in full.
+            "agreed": [
+                f"{a} with {b}"
+                for a, b, c in inp.critiques
+                if c.agree and not c.concerns and not c.demote
+            ],
+            "objections": [
                 prompting.compact(
                     {
                         "reviewer": a,
                         "target": b,
-                        "agree": c.agree,
                         "critique": c.critique,
                         "concerns": c.concerns,
                         "demote": c.demote,
                     }
                 )
                 for a, b, c in inp.critiques
+                if not (c.agree and not c.concerns and not c.demote)
             ],
             "weights": {role: round(w, 2) for role, w in inp.weights.items()},
             "weighted_consensus": prompting.compact(
                 {
+                    # Each kept item with its weighted support (the description said once).
                     "kept": [
-                        {"description": c.description, "role": c.role, "rank": c.rank}
+                        {
+                            "description": c.description,
+                            "role": c.role,
+                            "rank": c.rank,
+                            "support": consensus.support.get(c.description),
+                        }
                         for c in consensus.components
                     ],
                     "rejected": [r.model_dump() for r in consensus.rejected],
-                    "support": consensus.support,
                 }
             ),
-            "previous_residual_contexts": [
-                prompting.compact(r.model_dump()) for r in inp.residuals[-2:]
-            ],
+            "previous_residual_contexts": prompting.residual_brief(inp.residuals),
             "similar_past_cases": [
                 prompting.compact({"label": p.label, "summary": p.summary, "lesson": p.lesson})
                 for p in inp.experience
             ],
         }
+        user = {k: v for k, v in user.items() if v not in (None, "", [], {})}
         value, usage, fallback = await self._ask(
             "coordinator", "coordinator", user, CoordinatorNote
         )
@@ -284,8 +299,9 @@ class LLMProvider:
         user = {
             "role": inp.role,
             "round": inp.round,
-            "your_report": prompting.report_brief(inp.report),
-            # The member's report names the units it rests on; the draft is what is voted on.
+            # What the member concluded and proposed (the evidence behind it was weighed in the
+            # reviews); the draft is what is voted on.
+            "your_report": prompting.report_gist(inp.report, beside=inp.draft),
             "draft_plan": prompting.draft_brief(inp.draft),
         }
         value, usage, fallback = await self._ask(inp.role, "voter", user, Vote)

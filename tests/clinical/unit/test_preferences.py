@@ -221,3 +221,22 @@ def test_the_notes_count_only_an_explicit_refusal_of_every_anticancer_treatment(
     value = declines(case).value
     # then the refusal of every treatment aimed at the cancer is read, and nothing else
     assert ("anticancer_treatment" in (value or [])) is declined
+
+
+@pytest.mark.parametrize(
+    ("notes", "topic", "declined"),
+    [
+        ("She is adamant she will not have chemotherapy of any kind.", "chemotherapy", True),
+        ("Having thought about it, he does not want an operation of any kind.", "surgery", True),
+        ("Offered radiotherapy, which she declined after discussion.", "radiotherapy", True),
+        ("She declined adjuvant chemotherapy in 2019.", "chemotherapy", False),
+        ("He previously refused surgery for a hernia.", "surgery", False),
+        ("Chemotherapy was discussed; she has not declined it.", "chemotherapy", False),
+        ("Her husband had chemotherapy for bowel cancer.", "chemotherapy", False),
+    ],
+)
+def test_the_notes_count_a_current_explicit_refusal_of_one_treatment(
+    notes: str, topic: str, declined: bool
+) -> None:
+    case = {**_case(None), "notes": notes}
+    assert (topic in (declines(case).value or [])) is declined

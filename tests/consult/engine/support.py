@@ -99,7 +99,7 @@ def llm_answers(
         # the schema's title names the message.
         name = schema.model_json_schema().get("title")
         if name == "RoleReport":
-            evidence = [e["unit_id"] for e in user["evidence"] if e["applies"]]
+            evidence = [e["unit_id"] for e in user["evidence"] if e.get("applies")]
             report: dict[str, Any] = {
                 "conclusion": f"{role} view",
                 "confidence": 0.8,

@@ -119,3 +119,33 @@ def test_an_llm_consultation_within_its_budget_reports_its_tokens_per_role_and_r
     )
     assert f"{plan['llm']['prompt_tokens']} prompt" in board
     assert "turns answered by the guideline engine" not in board
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_round_the_budget_left_will_not_cover_is_known_before_it_starts(
+    clinician: Any, team: Any, llm_env: Any, monkeypatch: pytest.MonkeyPatch, client: Any
+) -> None:
+    load_seed()
+    # given a budget that pays for the first round of a case that needs a second, not for both
+    monkeypatch.setenv("LLM_TOKEN_BUDGET", "30000")
+    consultation = _llm_run(clinician, team, llm_env, "pub-hcc-03.json")
+    # then no turn ran out of budget half-way: the LLM answered every turn it was asked
+    turns = AgentMessage.objects.filter(consultation=consultation).exclude(model_name="")
+    assert turns.exists()
+    assert not turns.exclude(fallback="").exists()
+    # and the board ended before round 2, saying why with the estimate and what was left
+    note = re.search(
+        r"stopped before round 2: the token budget left \((\d+) tokens\) would not cover it "
+        r"\(about (\d+)\)",
+        consultation.status_note,
+    )
+    assert note, consultation.status_note
+    left, estimate = int(note.group(1)), int(note.group(2))
+    assert 0 < left < estimate
+    assert consultation.plan.payload["llm"]["budget"]["decision"] == "stopped"
+    # which the clinician reads at the top of the board
+    client.force_login(clinician)
+    board = page_text(
+        client.get(reverse("consult:consultation-board", args=[consultation.pk])).content.decode()
+    )
+    assert board.index("stopped before round 2") < board.index("Members")

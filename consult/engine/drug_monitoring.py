@@ -1,0 +1,73 @@
+"""Drug-specific monitoring belongs to the plan whose pathway gives the drug.
+
+A surveillance unit may name ``agents`` (full blood counts on a CDK4/6 inhibitor, liver tests
+and heart rate on an ALK inhibitor, thyroid function on a checkpoint inhibitor): its interval is
+kept only when a primary step of the pathway gives one of them, by name or as a member of a
+class the step names; an interval without agents is kept whatever the pathway. Pure Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+from clinical import lexicon
+
+_GIVES_NO_DRUG = frozenset({"surveillance", "referral"})
+
+
+class _Step(Protocol):
+    role: Any
+    modality: Any
+    agents: list[str]
+    description: str
+    dose_adjustments: list[str]
+
+
+class _Proposal(Protocol):
+    evidence: list[str]
+
+
+P = TypeVar("P", bound=_Proposal)
+
+
+def monitored_agents(evidence: Iterable[str], units: Mapping[str, Any]) -> list[str]:
+    """The drugs the surveillance units behind a proposal are specific to (none: any plan)."""
+    agents: list[str] = []
+    for unit_id in evidence:
+        unit = units.get(unit_id)
+        action = getattr(unit, "action", None) if unit is not None else None
+        if isinstance(action, Mapping):
+            agents += [str(a) for a in action.get("agents") or ()]
+    return agents
+
+
+def _pathway_gives(agent: str, given: Sequence[lexicon.Given]) -> bool:
+    resolved = lexicon.resolve(agent)
+    if resolved is None:
+        return False
+    drugs, classes = resolved
+    return any(
+        any(g.gives(d) for d in drugs) or any(g.gives_class(c) for c in classes) for g in given
+    )
+
+
+def for_pathway(
+    proposals: Sequence[P], steps: Sequence[_Step], units: Mapping[str, Any]
+) -> list[P]:
+    """The proposals that belong to a plan with these steps: drug-specific ones only when a
+    primary step gives the drug."""
+    given = [
+        lexicon.given(s.agents, s.description, notes=s.dose_adjustments)
+        for s in steps
+        if str(getattr(s.role, "value", s.role)) == "primary"
+        # a surveillance or referral step that names a class ("while a CNS-active ALK
+        # inhibitor is given") gives no drug
+        and str(getattr(s.modality, "value", s.modality)) not in _GIVES_NO_DRUG
+    ]
+    kept: list[P] = []
+    for proposal in proposals:
+        agents = monitored_agents(proposal.evidence, units)
+        if not agents or any(_pathway_gives(a, given) for a in agents):
+            kept.append(proposal)
+    return kept
