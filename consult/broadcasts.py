@@ -39,21 +39,17 @@ def _send(group: str, message: dict[str, Any]) -> None:
 def board_events(
     *, consultation_id: int, events: list[tuple[int, str, dict[str, Any] | None]]
 ) -> None:
-    """Send newly persisted events to the board's watchers: each with its fragment, rendered
-    once by the broadcaster rather than once per watcher, and the event itself, which each
-    watcher folds into the board it keeps. Called after the commit, so a watcher that missed
-    one can always load it from the database instead."""
-    for seq, html, event in events:
+    """Send newly persisted events to the board's watchers: each as its fragment, rendered
+    once by the broadcaster rather than once per watcher, and its sequence number. The event
+    itself is not sent: no watcher folds it any more (consult/consumers.py), and the channel
+    layer copies and decodes a message once per watcher, so its payload (a member's whole
+    report) cost every delivery. Called after the commit, so a watcher that missed one can
+    always load it from the database instead."""
+    for seq, html, _event in events:
         try:
             _send(
                 consultation_group(consultation_id),
-                {
-                    "type": "board.event",
-                    "consultation": consultation_id,
-                    "seq": seq,
-                    "html": html,
-                    "event": event,
-                },
+                {"type": "board.event", "consultation": consultation_id, "seq": seq, "html": html},
             )
         except Exception:  # noqa: BLE001 - the event is saved; a reconnect replays it
             logger.warning("broadcast of event %s#%s failed", consultation_id, seq)

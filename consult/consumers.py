@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
@@ -72,8 +74,90 @@ def fragment_cached(consultation_id: int, seq: int) -> str | None:
     return _fragments.get((consultation_id, seq))
 
 
+# Catch-up chunks are rendered on a pool of their own: channels runs every socket's database
+# calls on one thread (database_sync_to_async is thread-sensitive), where 50 sockets catching
+# up at once queued ahead of the others' connects (Daphne drops a socket not accepted within
+# 5 s) and permission re-checks (which hold a live delivery).
+_CATCH_UP_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="board-catch-up")
+# A chunk being rendered, by (event loop, consultation, the seq it follows): sockets that
+# reconnect together from the same point wait for the one render and send its bytes.
+_rendering: dict[tuple[Any, int, int], asyncio.Future[list[tuple[int, str]]]] = {}
+# The board folded up to the last event of a chunk just rendered, by (consultation, seq): the
+# next chunk goes on folding from it instead of folding again from the first event.
+BOARD_CACHE_SIZE = 20
+_boards: OrderedDict[tuple[int, int], Board] = OrderedDict()
+_boards_lock = threading.Lock()
+
+
+def _render_chunk(consultation_id: int, after: int) -> list[tuple[int, str]]:
+    """The fragments of the next CATCH_UP_CHUNK events after ``after`` (on the catch-up pool:
+    the database read, the fold and the rendering stay off the event loop)."""
+    try:
+        with _boards_lock:
+            board = _boards.pop((consultation_id, after), None)
+        if board is None:
+            board = consultation_board_get(consultation=consultation_id, upto=after)
+        events = consultation_events(consultation=consultation_id, after=after)
+        fragments = render_events(board, [event_dict(e) for e in events[:CATCH_UP_CHUNK]])
+        if fragments:
+            with _boards_lock:
+                _boards[(consultation_id, fragments[-1][0])] = board
+                while len(_boards) > BOARD_CACHE_SIZE:
+                    _boards.popitem(last=False)
+        return fragments
+    finally:
+        connection.close()  # a pool thread keeps no connection between chunks
+
+
+async def _chunk_after(consultation_id: int, after: int) -> list[tuple[int, str]]:
+    """The next chunk after ``after``, rendered once however many sockets ask at once."""
+    loop = asyncio.get_running_loop()
+    key = (loop, consultation_id, after)
+    pending = _rendering.get(key)
+    if pending is None:
+        pending = asyncio.ensure_future(
+            loop.run_in_executor(_CATCH_UP_POOL, _render_chunk, consultation_id, after)
+        )
+        _rendering[key] = pending
+
+        def done(future: asyncio.Future[list[tuple[int, str]]]) -> None:
+            # Kept before the render stops being findable: a socket arriving just after finds
+            # the fragments in the cache rather than rendering the chunk again.
+            if not future.cancelled() and future.exception() is None:
+                for seq, html in future.result():
+                    fragment_remember(consultation_id, seq, html)
+            _rendering.pop(key, None)
+
+        pending.add_done_callback(done)
+    # A socket that closes while waiting does not cancel the others' render.
+    return await asyncio.shield(pending)
+
+
 def _user_is_active(user_id: int) -> bool:
     return User.objects.filter(pk=user_id, is_active=True).exists()
+
+
+def _board_admission(user: Any, consultation_id: int, session_key: str | None) -> tuple[bool, bool]:
+    """(allowed, signed out) for a board socket, audited: the connect's reads and its audit
+    row in one trip to the database thread, which every socket of the process shares."""
+    authenticated = user is not None and user.is_authenticated
+    allowed = bool(
+        authenticated
+        and not user_must_set_up_mfa(user=user)
+        and consultation_can_watch(user=user, consultation_id=consultation_id)
+    )
+    signed_out = (
+        allowed
+        and session_key is not None
+        and session_seconds_left(session_key=session_key, user_id=user.pk) <= 0
+    )
+    audit_subscription(
+        actor=user if authenticated else None,
+        object_type="consult.consultation",
+        object_id=consultation_id,
+        allowed=allowed and not signed_out,
+    )
+    return allowed, signed_out
 
 
 class _SessionBound:
@@ -240,8 +324,8 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
 
     A relayed event costs the socket one send of the bytes the broadcaster rendered once for
     every watcher. Catching up (a resume, a missed event) sends the fragments this process
-    still holds, and renders the rest in bounded chunks on a worker thread, from a board folded
-    from the database up to where the client is."""
+    still holds, and renders the rest in bounded chunks on a pool of its own, each chunk once
+    for all the sockets that need it at the same time."""
 
     consultation_id: int = 0
     group: str | None = None
@@ -249,27 +333,13 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
         self.consultation_id = int(self.scope["url_route"]["kwargs"]["pk"])
-        allowed = (
-            user is not None
-            and user.is_authenticated
-            and not await database_sync_to_async(user_must_set_up_mfa)(user=user)
-            and await database_sync_to_async(consultation_can_watch)(
-                user=user, consultation_id=self.consultation_id
-            )
-        )
-        signed_out = bool(allowed) and await self._session_left() <= 0
-        await database_sync_to_async(audit_subscription)(
-            actor=user if user is not None and user.is_authenticated else None,
-            object_type="consult.consultation",
-            object_id=self.consultation_id,
-            allowed=bool(allowed) and not signed_out,
+        allowed, signed_out = await database_sync_to_async(_board_admission)(
+            user, self.consultation_id, getattr(self.scope.get("session"), "session_key", None)
         )
         if not allowed or signed_out:
             await self.close(code=CLOSE_SIGNED_OUT if signed_out else 4403)
             return
         self.checked_at = time.monotonic()
-        # The board as the client has seen it, only while catching up (between chunks).
-        self.board: Board | None = None
         self.sent: int | None = None
 
         self.lock = asyncio.Lock()
@@ -321,7 +391,6 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
         if after is None:
             return  # not ours: ignore rather than trust
         async with self.lock:
-            self.board = None
             self.sent = after
             await self._catch_up()
 
@@ -351,30 +420,20 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
             text_data=f'<div id="{target}" hx-swap-oob="beforeend">{escape(event["text"])}</div>'
         )
 
-    def _render_after(self, seq: int) -> list[tuple[int, str]]:
-        """The fragments of the next CATCH_UP_CHUNK events after ``seq`` (on a worker thread:
-        the database read, the fold and the rendering stay off the event loop)."""
-        if self.board is None or self.board.last_seq != seq:
-            self.board = consultation_board_get(consultation=self.consultation_id, upto=seq)
-        events = consultation_events(consultation=self.consultation_id, after=seq)
-        return render_events(self.board, [event_dict(e) for e in events[:CATCH_UP_CHUNK]])
-
     async def _catch_up(self) -> None:
         if self.sent is None:
             return  # nothing to catch up from before the client's resume
-        try:
-            while True:
-                cached = fragment_cached(self.consultation_id, self.sent + 1)
-                if cached is not None:
-                    await self.send(text_data=cached)
-                    self.sent += 1
-                    continue
-                fragments = await database_sync_to_async(self._render_after)(self.sent)
-                if not fragments:
-                    return
-                for seq, html in fragments:
-                    fragment_remember(self.consultation_id, seq, html)
+        while True:
+            cached = fragment_cached(self.consultation_id, self.sent + 1)
+            if cached is not None:
+                await self.send(text_data=cached)
+                self.sent += 1
+                continue
+            fragments = await _chunk_after(self.consultation_id, self.sent)
+            if not fragments:
+                return
+            for seq, html in fragments:
+                fragment_remember(self.consultation_id, seq, html)
+                if seq > self.sent:  # never twice, never out of order
                     await self.send(text_data=html)
                     self.sent = seq
-        finally:
-            self.board = None  # a watcher that has caught up keeps no board

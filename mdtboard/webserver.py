@@ -208,8 +208,20 @@ class CappedServer(daphne.server.Server):  # type: ignore[misc]
         self._capped_http_factory = CappedHTTPFactory(self)
 
 
+# Daphne's command line drops a WebSocket its application has not accepted within 5 s (its
+# Server class defaults to 20 s). Accepting a board socket reads the session, the user, the
+# team and writes an audit row on the one thread channels gives database calls: when 50
+# watchers reconnect at once (after a Redis restart) on a busy machine, the last of them
+# passed 5 s and were dropped without an answer, and came back to queue again.
+WEBSOCKET_CONNECT_TIMEOUT_S = 20
+
+
 class CappedCommandLineInterface(CommandLineInterface):  # type: ignore[misc]
     server_class = CappedServer
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parser.set_defaults(websocket_connect_timeout=WEBSOCKET_CONNECT_TIMEOUT_S)
 
 
 def main(argv: list[str]) -> None:

@@ -20,9 +20,12 @@ comparisons stay within one bounded sentence. Pure Python: imports nothing of th
 from __future__ import annotations
 
 import re
+import sys
 import threading
+import types
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Final
@@ -163,15 +166,40 @@ def _regex_matches_once(self: Any, doc: Any) -> list[tuple[int, int, int]]:
     return matches
 
 
+@contextmanager
+def _rule_based_imports() -> Iterator[None]:
+    """Import spaCy and medspaCy without what only their statistical parts use (issue 27: the
+    first text read cost a process ~6 s and ~300 MB): thinc, spaCy's machine-learning layer,
+    imports torch whenever it is installed, and medspaCy's package imports QuickUMLS (UMLS
+    concept mapping, which pulls in nltk, scipy and scikit-learn) to register a component this
+    pipeline never adds. For the duration of the import, torch reads as absent and QuickUMLS
+    as an empty module; both are taken back afterwards, so a later import of either gets the
+    real one. Neither is replaced if it was already imported."""
+    blocked = [name for name in ("torch",) if name not in sys.modules]
+    stubbed = [n for n in ("quickumls", "quickumls.spacy_component") if n not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]  # "import torch" raises ImportError
+    for name in stubbed:
+        sys.modules[name] = types.ModuleType(name)
+    if "quickumls" in stubbed:
+        sys.modules["quickumls"].spacy_component = sys.modules["quickumls.spacy_component"]  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for name in blocked + stubbed:
+            sys.modules.pop(name, None)
+
+
 def _build(d: Dictionary) -> Any:
     # Imported here: spaCy and medspaCy take a second to import, and only the reader needs them.
-    import spacy
-    from medspacy.common.regex_matcher import RegexMatcher
-    from medspacy.context import ConTextRule
-    from medspacy.custom_tokenizer import create_medspacy_tokenizer
-    from medspacy.section_detection import SectionRule
-    from medspacy.target_matcher import TargetRule
-    from spacy.language import Language
+    with _rule_based_imports():
+        import spacy
+        from medspacy.common.regex_matcher import RegexMatcher
+        from medspacy.context import ConTextRule
+        from medspacy.custom_tokenizer import create_medspacy_tokenizer
+        from medspacy.section_detection import SectionRule
+        from medspacy.target_matcher import TargetRule
+        from spacy.language import Language
 
     RegexMatcher.__call__ = _regex_matches_once
 

@@ -213,14 +213,20 @@ CELERY_TIMEZONE = "UTC"
 # Consultations have a queue of their own, consumed alongside the default one by every worker
 # (a worker started without -Q consumes all of CELERY_TASK_QUEUES, alternating between them):
 # a clinician's consultation never waits behind a knowledge-base import's embedding work.
+# PDF reports (seconds of CPU each, 34 pages for a long case) have a queue of their own too,
+# which `make run` gives a worker of its own (runstack): a burst of PDF requests cannot take
+# every slot of the worker that runs consultations. The tests' single worker consumes all three.
 # Each queue needs its own routing key: queues bound with the same key on the same exchange
 # would each receive a copy of every task.
 CELERY_TASK_QUEUES = tuple(
     Queue(name, routing_key=name)  # type: ignore[no-untyped-call]
-    for name in ("consultations", "celery")
+    for name in ("consultations", "reports", "celery")
 )
 CELERY_TASK_DEFAULT_QUEUE = "celery"
-CELERY_TASK_ROUTES = {"consult.consultation_run": {"queue": "consultations"}}
+CELERY_TASK_ROUTES = {
+    "consult.consultation_run": {"queue": "consultations"},
+    "review.report_render": {"queue": "reports"},
+}
 
 # --- Knowledge base: embeddings and hybrid retrieval ---------------------------------------
 # "local" = the bundled all-MiniLM-L6-v2 (offline); "openai" = an OpenAI-compatible endpoint.

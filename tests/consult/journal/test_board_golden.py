@@ -113,3 +113,61 @@ async def test_socket_catch_up_after_a_resume_sends_the_same_fragments(
     await communicator.disconnect()
     # then it gets the rest, each as a fold from the start renders it
     assert_same(received, expected[100:])
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_sockets_reconnecting_together_get_every_fragment_each_chunk_rendered_once(
+    clinician: Any, team: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    from collections import OrderedDict
+
+    from asgiref.sync import sync_to_async
+
+    from consult import consumers
+
+    # given a recorded run, and a process that has rendered none of it yet
+    monkeypatch.setattr(consumers, "_fragments", OrderedDict())
+    monkeypatch.setattr(consumers, "_boards", OrderedDict())
+    rendered: list[int] = []
+    render = consumers._render_chunk
+
+    def counting(consultation_id: int, after: int) -> list[tuple[int, str]]:
+        fragments = render(consultation_id, after)
+        if fragments:
+            rendered.append(after)
+        return fragments
+
+    monkeypatch.setattr(consumers, "_render_chunk", counting)
+    events = streams()["hcc03"]
+    consultation = await sync_to_async(recorded_consultation)(clinician, team, events)
+    expected = golden("fragments", "hcc03", [])
+    watchers = []
+    for _ in range(5):
+        communicator = WebsocketCommunicator(
+            application,
+            f"/ws/consultations/{consultation.pk}/",
+            headers=[(b"origin", b"http://localhost")],
+        )
+        communicator.scope["user"] = clinician
+        connected, _ = await communicator.connect()
+        assert connected
+        watchers.append(communicator)
+
+    # when they all resume from the start at once (as after a Redis restart)
+    async def resume(communicator: WebsocketCommunicator) -> list[str]:
+        await communicator.send_json_to({"type": "resume", "after": 0})
+        return [
+            normalise(await communicator.receive_from(timeout=20), consultation.pk)
+            for _ in range(len(events))
+        ]
+
+    received = await asyncio.gather(*(resume(c) for c in watchers))
+    for communicator in watchers:
+        await communicator.disconnect()
+    # then each gets every fragment, in order, as a fold from the start renders it...
+    for fragments in received:
+        assert_same(fragments, expected)
+    # ...and each chunk of the run was rendered once for all of them, not once per socket
+    assert sorted(rendered) == sorted(set(rendered))
+    assert len(rendered) == -(-len(events) // consumers.CATCH_UP_CHUNK)

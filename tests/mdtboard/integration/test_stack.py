@@ -49,11 +49,11 @@ def test_consultations_have_their_own_queue_which_the_worker_consumes(
     bindings = [(q.exchange.name, q.routing_key) for q in app.amqp.queues.values()]
     assert len(bindings) == len(set(bindings))
     assert route["queue"].routing_key == "consultations"
-    # ...and a worker started without -Q listens to both queues
+    # ...and a worker started without -Q (the tests' one) listens to every queue, PDFs too
     ping.delay().get(timeout=30)  # the worker is up
     queues = app.control.inspect(timeout=5).active_queues() or {}
     consumed = {q["name"] for worker in queues.values() for q in worker}
-    assert {"consultations", "celery"} <= consumed
+    assert {"consultations", "reports", "celery"} <= consumed
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,5 +1,6 @@
-"""``manage.py runstack``: what ``make run`` runs. Prepares the database, starts Daphne and a
-Celery worker, prints the URL and demo logins, and on Ctrl-C stops everything it started."""
+"""``manage.py runstack``: what ``make run`` runs. Prepares the database, starts Daphne, a
+Celery worker for consultations and one for PDF reports, prints the URL and demo logins, and
+on Ctrl-C stops everything it started."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,16 @@ def child_environment(environ: Mapping[str, str], *, debug: bool) -> dict[str, s
     return env
 
 
-def worker_argv(concurrency: int) -> list[str]:
+# The queues `make run`'s consultation worker consumes (settings.CELERY_TASK_QUEUES but
+# "reports"): PDFs go to a worker of their own, so that they never hold a slot a consultation
+# is waiting for. Celery has no per-queue slots within one worker: a prefork worker that
+# consumed "reports" too would hand its next free process to whichever message came first,
+# and two PDF requests (3-5 s of CPU each) would hold both of the default two.
+CONSULTATION_QUEUES = ("consultations", "celery")
+REPORT_QUEUES = ("reports",)
+
+
+def worker_argv(concurrency: int, *, queues: Sequence[str] = CONSULTATION_QUEUES) -> list[str]:
     """The Celery worker's command line (the reliability tests start the same one)."""
     return [
         sys.executable,
@@ -71,7 +81,16 @@ def worker_argv(concurrency: int) -> list[str]:
         "INFO",
         "--concurrency",
         str(concurrency),
+        "--queues",
+        ",".join(queues),
     ]
+
+
+def report_worker_argv() -> list[str]:
+    """The PDF worker: one process (a second PDF waits for the first rather than competing with
+    consultations for the two cores), named apart from the consultation worker (two workers
+    called celery@host would shadow each other's replies to pings and inspections)."""
+    return [*worker_argv(1, queues=REPORT_QUEUES), "--hostname", "reports@%h"]
 
 
 def daphne_argv(host: str, port: int) -> list[str]:
@@ -126,7 +145,7 @@ class Child:
 
 
 class Command(BaseCommand):
-    help = "Run the whole stack (web + worker) in the foreground; Ctrl-C stops it."
+    help = "Run the whole stack (web + workers) in the foreground; Ctrl-C stops it."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -154,12 +173,13 @@ class Command(BaseCommand):
         children = [
             Child("web server", daphne_argv(host, port), env),
             Child("worker", worker_argv(options["concurrency"]), env, restart=True),
+            Child("report worker", report_worker_argv(), env, restart=True),
         ]
         for child in children:
             child.start()
         self.stdout.write(self.style.SUCCESS(f"\nmdtboard is running at http://{host}:{port}/"))
         self.stdout.write(
-            "Press Ctrl-C to stop the web server, the worker and embedded services.\n"
+            "Press Ctrl-C to stop the web server, the workers and embedded services.\n"
         )
 
         stopping = False
@@ -207,7 +227,7 @@ class Command(BaseCommand):
         self._stop_children(children)
         stopped = embedded.stop_started(Path(settings.VAR_DIR))
         self.stdout.write(
-            "Stopped web server and worker"
+            "Stopped web server and workers"
             + (f", embedded {' and '.join(stopped)}" if stopped else "")
             + ". Data is kept under var/."
         )
