@@ -20,7 +20,17 @@ CASES = sorted((REPO / "tests" / "cases").glob("*.json"))
 # Cases written as a tumour board would decide that the engine does not yet meet, each with what
 # it waits for. Strict: the day the engine gets them right the test fails, so that the entry is
 # removed and the case guards the fix.
-PENDING: dict[str, str] = {}
+PENDING: dict[str, str] = {
+    "blind-04": "abstention content (issues 30, 21): fibrolamellar carcinoma is recognised and the "
+    "plan abstains safely, but its only step is the expert pathology review the letter says was "
+    "done; resection with lymphadenectomy (the entity's own pathway) needs a therapy unit written "
+    "for the situation, which would make it covered in the coverage map",
+    "blind-10": "abstention content (issue 30): small-cell transformation on osimertinib is "
+    "recognised and the plan abstains safely; platinum-etoposide is named only in what the board "
+    "decides (knowledge/seed/situations.yaml lung.tx.situation-transformation), not as a step: a "
+    "therapy option for the transformed histology needs coverage scoped to the transformation, "
+    "not to every small-cell histology",
+}
 
 
 def _case_param(path: Path) -> Any:
