@@ -296,6 +296,19 @@ ENTITIES: Final = (
     "t_cell",
     "other",
 )
+# The entities that follow an indolent course (the ones a transformation starts from, and the
+# low tumour-lysis risk group besides classic Hodgkin lymphoma).
+INDOLENT_ENTITIES: Final = frozenset(
+    {
+        "follicular",
+        "mzl_gastric_malt",
+        "mzl_extragastric_malt",
+        "mzl_splenic",
+        "mzl_nodal",
+        "cll_sll",
+        "nlphl",
+    }
+)
 
 
 def _says(text: str, *terms: str) -> bool:

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import yaml
 
-from clinical.calculators.lymphoma import ENTITY_SOURCE, classify_lymphoma
+from clinical.calculators.lymphoma import ENTITY_SOURCE, INDOLENT_ENTITIES, classify_lymphoma
 from clinical.results import CalcResult, lookup
 from clinical.text.concepts import SITUATIONS_PATH, situation_dictionary
 from clinical.text.notes import reference_date
@@ -83,18 +83,7 @@ _RECENT: Final = re.compile(
     re.IGNORECASE,
 )
 
-# Lymphoma entities that follow an indolent course, and those an indolent one transforms into.
-_INDOLENT: Final = frozenset(
-    {
-        "follicular",
-        "mzl_gastric_malt",
-        "mzl_extragastric_malt",
-        "mzl_splenic",
-        "mzl_nodal",
-        "cll_sll",
-        "nlphl",
-    }
-)
+# The aggressive entities an indolent one (INDOLENT_ENTITIES) transforms into.
 _AGGRESSIVE: Final = frozenset({"dlbcl", "hgbl", "burkitt"})
 
 ENTITY_LABELS: Final[Mapping[str, str]] = {
@@ -343,7 +332,7 @@ def _change(
         entity = classify_lymphoma(finding.sentence, site)
         if entity in ("other", recorded_entity) or not recorded_entity:
             return None
-        if recorded_entity in _INDOLENT and entity in _AGGRESSIVE:
+        if recorded_entity in INDOLENT_ENTITIES and entity in _AGGRESSIVE:
             return "transformation"
         return "histology_change"
     new = {situation for situation, _ in variants} - recorded_variants

@@ -22,7 +22,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from clinical.calculators.lymphoma import classify_lymphoma, parse_ann_arbor
+from clinical.calculators.lymphoma import (
+    INDOLENT_ENTITIES,
+    classify_lymphoma,
+    parse_ann_arbor,
+)
 from clinical.calculators.renal import crcl_cockcroft_gault
 from clinical.results import CalcResult, Inputs, lookup
 
@@ -32,18 +36,7 @@ TLS_SOURCE: Final = (
 )
 _VERY_HIGH: Final = frozenset({"burkitt"})
 _AGGRESSIVE: Final = frozenset({"dlbcl", "hgbl", "pmbcl", "mantle_cell", "t_cell"})
-_LOW: Final = frozenset(
-    {
-        "classic_hodgkin",
-        "nlphl",
-        "follicular",
-        "mzl_gastric_malt",
-        "mzl_extragastric_malt",
-        "mzl_splenic",
-        "mzl_nodal",
-        "cll_sll",
-    }
-)
+_LOW: Final = INDOLENT_ENTITIES | {"classic_hodgkin"}
 RENAL_CUTOFF_ML_MIN: Final = 60
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Final
 
 from clinical import lexicon
@@ -86,16 +87,20 @@ _CLASS_TOPICS: Final = (
 )
 
 
-def _is_topics(component: ProposedComponent) -> set[str]:
-    topics = (
-        {_MODALITY_TOPICS[component.modality]} if component.modality in _MODALITY_TOPICS else set()
-    )
-    if component.modality == Modality.SYSTEMIC:
-        gives = lexicon.given(component.agents, component.description)
+def _is_topics(component: ProposedComponent) -> frozenset[str]:
+    return _topics_of(component.modality, tuple(component.agents), component.description)
+
+
+@lru_cache(maxsize=1024)
+def _topics_of(modality: Modality, agents: tuple[str, ...], description: str) -> frozenset[str]:
+    """Cached: ``arrange`` asks it of each option several times while ordering them."""
+    topics = {_MODALITY_TOPICS[modality]} if modality in _MODALITY_TOPICS else set()
+    if modality == Modality.SYSTEMIC:
+        gives = lexicon.given(list(agents), description)
         topics |= {topic for cls, topic in _CLASS_TOPICS if gives.gives_class(cls)}
-    if component.modality in _ANTICANCER_MODALITIES:
+    if modality in _ANTICANCER_MODALITIES:
         topics.add("anticancer_treatment")
-    return topics
+    return frozenset(topics)
 
 
 def _declined(component: ProposedComponent, declines: Collection[str]) -> list[str]:
