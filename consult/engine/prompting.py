@@ -341,20 +341,28 @@ def concerning(evidence: Sequence[Evidence], report: Any) -> list[Evidence]:
     return kept
 
 
+def objections(critiques: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The critiques that ask something of their target: a disagreement, an item to remove or
+    one to demote. An agreement asks nothing."""
+    return [(who, c) for who, c in critiques if not c.agree or c.concerns or c.demote]
+
+
 def at_stake(inp: Any) -> bool:
     """Whether a member has something at stake in the draft it would vote on (a ``VoteInput``):
     an item of its report the draft leaves out, demotes from the pathway or ranks otherwise; an
-    item of the draft it has not weighed (neither its own nor in a report it reviewed: Safety
-    must see what a specialist added); a surveillance interval it proposed that the draft
-    lacks; a constraint on a drug the draft gives; or an objection it made in this round's
-    reviews. A member with none of these agrees by proposing or accepting what the draft
-    carries."""
+    item of the draft it has not weighed, for a member that reviews (neither its own nor in a
+    report it reviewed: Safety must see what a specialist added); a surveillance interval it
+    proposed that the draft lacks; a constraint on a drug the draft gives; or an objection it
+    made in this round's reviews. A member with none of these agrees by proposing or accepting
+    what the draft carries."""
     report, draft = inp.report, inp.draft
     carried = {(c.description, c.role, c.rank) for c in draft.components}
     if any((c.description, c.role, c.rank) not in carried for c in report.components):
         return True
+    # A member that cross-reviews weighs the plan's items; one that reviews no report
+    # (Monitoring: its remit is the schedule) is not polled on items it never judges.
     weighed = {c.description for r in (report, *inp.reviewed) for c in r.components}
-    if any(c.description not in weighed for c in draft.components):
+    if inp.reviewed and any(c.description not in weighed for c in draft.components):
         return True
     watched = {m.what for m in draft.monitoring}
     if any(m.what not in watched for m in report.monitoring):

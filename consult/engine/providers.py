@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -20,6 +20,7 @@ from consult.engine.protocols import LLM, Usage
 from consult.engine.schemas import (
     CoordinatorNote,
     CrossReview,
+    CrossReviews,
     Synthesis,
     Vote,
     report_schema,
@@ -62,6 +63,9 @@ class GuidelineProvider:
     async def review(self, inp: ReviewInput) -> Answer:
         return Answer(guideline.review(inp))
 
+    async def review_many(self, inps: Sequence[ReviewInput]) -> list[Answer]:
+        return [Answer(guideline.review(inp)) for inp in inps]
+
     async def synthesize(
         self, inp: SynthesisInput, consensus: Consensus, conflicts_text: str
     ) -> Answer:
@@ -78,6 +82,13 @@ class GuidelineProvider:
 
     async def vote(self, inp: VoteInput) -> Answer:
         return Answer(guideline.vote(inp))
+
+
+def _agrees(value: BaseModel) -> bool:
+    """Whether an answer raises no objection (a report or a note has no say: it agrees)."""
+    if isinstance(value, CrossReviews):
+        return all(r.agree for r in value.reviews.values())
+    return bool(getattr(value, "agree", True))
 
 
 def _usage(usage: Any) -> Usage:
@@ -154,7 +165,7 @@ class LLMProvider:
             )
         if not isinstance(value, schema):
             return None, _usage(usage), fallback_text("UnexpectedReply")
-        if getattr(value, "agree", True):
+        if _agrees(value):
             # An objection is asked again: the round that follows exists to answer it.
             self._answered[key] = value
         return value, _usage(usage), ""
@@ -166,10 +177,11 @@ class LLMProvider:
         return Answer(value, usage, fallback)
 
     async def report(self, inp: RoleInput, on_delta: Delta = None) -> Answer:
-        if inp.round >= 2 and inp.previous is not None and not inp.critiques:
-            # Nothing was addressed to this member since its last report (no critique, no vote
-            # advice): the report stands, as a tumour board member who is not challenged does
-            # not speak again. The round's residual context reaches it when it is challenged.
+        if inp.round >= 2 and inp.previous is not None and not prompting.objections(inp.critiques):
+            # Nothing was asked of this member since its last report (no objection in a review,
+            # no vote advice; an agreement asks nothing): the report stands, as a tumour board
+            # member who is not challenged does not speak again. The round's residual context
+            # reaches it when it is challenged.
             return Answer(inp.previous, None, "", carried=True)
         # Stable first (who, the case, the evidence: the same in every round), the round last.
         user = {
@@ -219,6 +231,38 @@ class LLMProvider:
         if value is None:
             return Answer((await self.fallback.review(inp)).value, usage, fallback)
         return self._answer(value, usage, fallback)
+
+    async def review_many(self, inps: Sequence[ReviewInput]) -> list[Answer]:
+        """One reviewer's reviews of several reports in one call (Treatment reviews Safety's
+        and Monitoring's): the instructions, the schema and the case sections are sent once.
+        The call's usage is on the first answer; a failed call falls back for each."""
+        if len(inps) == 1:
+            return [await self.review(inps[0])]
+        first = inps[0]
+        sections: dict[str, Any] = {}
+        for inp in inps:
+            sections.update(prompting.case_for(inp.reviewer, inp.case, reviewing=inp.target))
+        units = {
+            e.unit_id: e for inp in inps for e in prompting.concerning(inp.evidence, inp.report)
+        }
+        user = {
+            "reviewer": first.reviewer,
+            "case": sections,
+            **prompting.evidence_parts(list(units.values()), actions=False),
+            "reports": {inp.target: prompting.report_brief(inp.report) for inp in inps},
+            "round": first.round,
+        }
+        value, usage, fallback = await self._ask(first.reviewer, "reviewer", user, CrossReviews)
+        answers = []
+        for i, inp in enumerate(inps):
+            review = value.reviews.get(inp.target) if value is not None else None
+            spent = usage if i == 0 else None
+            if review is None:
+                why = fallback or fallback_text("UnexpectedReply")
+                answers.append(Answer((await self.fallback.review(inp)).value, spent, why))
+            else:
+                answers.append(self._answer(review, spent, fallback))
+        return answers
 
     async def synthesize(
         self, inp: SynthesisInput, consensus: Consensus, conflicts_text: str

@@ -71,7 +71,7 @@ def clinical_responder(
             schema = next(
                 (
                     n
-                    for n in ("RoleReport", "CrossReview", "Synthesis", "Vote")
+                    for n in ("RoleReport", "CrossReviews", "CrossReview", "Synthesis", "Vote")
                     if f'"title": "{n}"' in request.system or f'"title":"{n}"' in request.system
                 ),
                 "RoleReport",
@@ -80,9 +80,11 @@ def clinical_responder(
         role = request.role
         if schema == "RoleReport":
             body: dict[str, Any] = _report(role, data)
-        elif schema == "CrossReview":
+        elif schema in ("CrossReview", "CrossReviews"):
             agree = review(str(data.get("reviewer")), int(data.get("round", 1))) if review else True
             body = {"agree": agree, "critique": "No objection." if agree else "Revise this."}
+            if schema == "CrossReviews":  # one reviewer, several reports
+                body = {"reviews": dict.fromkeys(data.get("reports") or {}, body)}
         elif schema == "Synthesis":
             body = {
                 "residual": {

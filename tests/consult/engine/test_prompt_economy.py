@@ -193,3 +193,24 @@ def test_a_member_with_nothing_at_stake_in_the_draft_is_not_polled_and_says_so(
         assert votes[role]["vote"]["advice"].startswith("Not polled")
     # and one call per polled member was made, not one per member
     assert len(voters) == len(votes) - len(unpolled)
+
+
+def test_a_member_reviewing_two_reports_is_asked_once_and_each_review_is_on_the_board(
+    retriever: BundleRetriever,
+) -> None:
+    # given a consultation in which Treatment reviews Safety's and Monitoring's reports
+    _, store, requests = _llm_run("pub-lung-01", retriever)
+    reviews = [r for r in requests if r.role == "treatment" and "review" in r.system.lower()]
+    # then Treatment is asked once, with both reports
+    [asked] = [r for r in reviews if (r.json_schema or {}).get("title") == "CrossReviews"]
+    assert set(request_payload(asked)["reports"]) == {"safety", "monitoring"}
+    # and each review is its own record on the board, the call's tokens counted once
+    critiques = [
+        e.payload
+        for e in store.events
+        if e.kind == "critique" and e.round == 1 and e.payload["reviewer"] == "treatment"
+    ]
+    assert sorted(c["target"] for c in critiques) == ["monitoring", "safety"]
+    counted = [c for c in critiques if c["usage"]]
+    assert len(counted) == 1
+    assert counted[0]["usage"]["prompt_tokens"] == asked.prompt_tokens

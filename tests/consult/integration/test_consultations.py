@@ -204,7 +204,7 @@ def _on_cross_review(react: Any, answer: Any) -> Any:
 
     def respond(request: Any) -> Any:
         schema = (request.json_schema or {}).get("title")
-        if schema == "CrossReview" or '"title": "CrossReview"' in request.system:
+        if schema in ("CrossReview", "CrossReviews") or '"title": "CrossReview' in request.system:
             from django.db import connection
 
             try:
