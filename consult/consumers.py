@@ -11,6 +11,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.db import DatabaseError, connection
@@ -54,6 +55,9 @@ CLOSE_SIGNED_OUT = 4401
 # A socket that catches up renders at most this many events per step, off the event loop: one
 # reconnecting socket never holds the others' deliveries for long.
 CATCH_UP_CHUNK = 100
+# ... and sends them joined in messages of about this size at most (one board event's
+# fragments are 1-10 kB; a round's whole section is the largest).
+CATCH_UP_MESSAGE_CHARS = 256 * 1024
 # The fragments of the latest events of the boards this process serves, as the broadcaster
 # rendered them, by (consultation, seq): every watcher is sent the same bytes, and a socket that
 # reconnects after a short gap sends them from here without folding or rendering anything.
@@ -324,21 +328,28 @@ SWEEP_FLOOR_S = 0.05
 _watching: dict[Any, set[BoardConsumer]] = {}
 _sweeps: dict[Any, asyncio.Task[None]] = {}
 ALLOWED, SIGNED_OUT, REFUSED = "allowed", "signed out", "refused"
+# Channel-layer messages a board socket relays as they are, without the database.
+RELAYED = frozenset({"board.event", "board.delta"})
 
 
-def _watchers_verdicts(keys: set[tuple[int, int, str | None]]) -> dict[tuple[int, int, str | None], str]:
+WatchKey = tuple[int, int, str | None]  # (user, consultation, session key)
+
+
+def _watchers_verdicts(keys: set[WatchKey]) -> dict[WatchKey, str]:
     """For each (user, consultation, sign-in) watched in this process, whether it may still be
     watched: one trip to the database thread for every socket, however many there are."""
-    verdicts = {}
-    for user_id, consultation_id, session_key in keys:
-        if session_key is not None and session_seconds_left(
-            session_key=session_key, user_id=user_id
-        ) <= 0:
-            verdicts[(user_id, consultation_id, session_key)] = SIGNED_OUT
+    verdicts: dict[WatchKey, str] = {}
+    for key in keys:
+        user_id, consultation_id, session_key = key
+        if (
+            session_key is not None
+            and session_seconds_left(session_key=session_key, user_id=user_id) <= 0
+        ):
+            verdicts[key] = SIGNED_OUT
         elif not _user_may_watch(user_id, consultation_id):
-            verdicts[(user_id, consultation_id, session_key)] = REFUSED
+            verdicts[key] = REFUSED
         else:
-            verdicts[(user_id, consultation_id, session_key)] = ALLOWED
+            verdicts[key] = ALLOWED
     return verdicts
 
 
@@ -400,7 +411,7 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
     consultation_id: int = 0
     group: str | None = None
     refused = False
-    watch_key: tuple[int, int, str | None] = (0, 0, None)
+    watch_key: WatchKey = (0, 0, None)
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -427,6 +438,17 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
         _watchers_discard(self)
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # channels runs close_old_connections on the one database thread before every handler
+        # (channels.db.aclose_old_connections): for a relayed event that was one trip to that
+        # thread per watcher, queued behind every other socket's connect and resume, so 50
+        # sockets connecting at once held every live delivery for seconds. A relay touches no
+        # database (a catch-up reads on its own pool, which closes its connection itself).
+        if message["type"] in RELAYED:
+            await getattr(self, get_handler_name(message))(message)
+            return
+        await super().dispatch(message)
 
     async def refuse(self, *, signed_out: bool) -> None:
         """Close the socket as signed out (4401) or, audited, as no longer allowed (4403);
@@ -497,19 +519,42 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
         )
 
     async def _catch_up(self) -> None:
+        """Send every event after ``self.sent``, in order, as few messages as it takes: the
+        fragments of up to CATCH_UP_CHUNK consecutive events joined in one message (the htmx
+        WebSocket extension swaps a message's out-of-band elements in document order, so a
+        joined message leaves the page as the same fragments sent one by one would). A socket
+        resuming 300 events behind costs three sends instead of 300."""
         if self.sent is None:
             return  # nothing to catch up from before the client's resume
         while True:
-            cached = fragment_cached(self.consultation_id, self.sent + 1)
-            if cached is not None:
-                await self.send(text_data=cached)
-                self.sent += 1
+            cached: list[tuple[int, str]] = []
+            while len(cached) < CATCH_UP_CHUNK:
+                seq = self.sent + 1 + len(cached)
+                html = fragment_cached(self.consultation_id, seq)
+                if html is None:
+                    break
+                cached.append((seq, html))
+            if cached:
+                await self._send_joined(cached)
                 continue
             fragments = await _chunk_after(self.consultation_id, self.sent)
             if not fragments:
                 return
             for seq, html in fragments:
                 fragment_remember(self.consultation_id, seq, html)
-                if seq > self.sent:  # never twice, never out of order
-                    await self.send(text_data=html)
-                    self.sent = seq
+            # Never twice, never out of order: a live event may have moved self.sent on.
+            await self._send_joined([(seq, html) for seq, html in fragments if seq > self.sent])
+
+    async def _send_joined(self, fragments: list[tuple[int, str]]) -> None:
+        """Consecutive events' fragments, joined in messages of CATCH_UP_MESSAGE_CHARS at most
+        (or one event's, when that alone is larger)."""
+        part: list[str] = []
+        size = 0
+        for index, (seq, html) in enumerate(fragments):
+            part.append(html)
+            size += len(html)
+            last = index == len(fragments) - 1
+            if last or size + len(fragments[index + 1][1]) > CATCH_UP_MESSAGE_CHARS:
+                await self.send(text_data="\n".join(part))
+                self.sent = seq
+                part, size = [], 0
