@@ -378,6 +378,7 @@ class Deliberation:
                 critiques=critiques,
                 reason=(self.state.triage.specialists.get(role, "") if self.state.triage else ""),
                 labels=self.labels,
+                therapies=self._therapies(),
             )
 
             async def on_delta(text: str) -> None:
@@ -427,6 +428,17 @@ class Deliberation:
         self.state.ungrounded[role] = {
             u["component"] for u in result["ungrounded"] if u.get("component")
         }
+
+    def _therapies(self) -> list[Evidence]:
+        """The therapy steps any member may propose: those of the whole panel's evidence that
+        apply or wait for data."""
+        found = {
+            e.unit_id: e
+            for units in self.state.evidence.values()
+            for e in units
+            if e.action.get("type") == "therapy" and e.applies is not False
+        }
+        return list(found.values())
 
     def _past(self, round_no: int) -> Sequence[PastCase]:
         return (self.state.experience or []) if round_no >= 2 else []
@@ -571,7 +583,13 @@ class Deliberation:
                 report=self.state.reports[role],
                 draft=self.state.synthesis.draft,
                 evidence=self.state.evidence[role],
+                critiques_given=[c for who, _, c in self.state.critiques if who == role],
                 facts=self.state.facts,
+                reviewed=[
+                    self.state.reports[target]
+                    for who, target, _ in self.state.critiques
+                    if who == role and target in self.state.reports
+                ],
             )
             answer = await self.provider.vote(inp)
             vote: Vote = vote_with_rules(inp, answer.value)
@@ -580,6 +598,7 @@ class Deliberation:
                 "fallback": answer.fallback,
                 "usage": asdict(answer.usage) if answer.usage else None,
                 "carried_over": answer.carried,
+                "polled": not answer.unpolled,
             }
             return StepResult(
                 payload,

@@ -28,6 +28,10 @@ from consult.engine.schemas import (
 T = TypeVar("T", bound=BaseModel)
 # _ask's "fallback" when the answer is one given earlier in the run (no call, no fallback).
 CARRIED = "carried"
+UNPOLLED_ADVICE = (
+    "Not polled: the draft carries this member's items as proposed and it objected to nothing "
+    "this round"
+)
 logger = logging.getLogger(__name__)
 Delta = Callable[[str], Awaitable[None]] | None
 
@@ -40,6 +44,9 @@ class Answer:
     # The member was asked nothing new (no critique addressed to it; the same question as in an
     # earlier round): its earlier answer stands, and no LLM call was made for it.
     carried: bool = False
+    # A vote not asked for: the member has nothing at stake in the draft (prompting.at_stake),
+    # so its agreement is recorded by rule, with no LLM call.
+    unpolled: bool = False
 
 
 class GuidelineProvider:
@@ -170,7 +177,9 @@ class LLMProvider:
             "specialist_reason": inp.reason,
             "case": prompting.case_for(inp.role, inp.case),
             "derived_staging": prompting.compact(dict(inp.staging)),
-            **prompting.evidence_parts(inp.evidence, prompting.cited_ids(inp.previous)),
+            **prompting.evidence_parts(
+                prompting.bearing(inp.evidence, inp.therapies), prompting.cited_ids(inp.previous)
+            ),
             "round": inp.round,
             "your_previous_report": (
                 prompting.report_brief(inp.previous) if inp.previous is not None else None
@@ -196,13 +205,15 @@ class LLMProvider:
         user = {
             "reviewer": inp.reviewer,
             "case": prompting.case_for(inp.reviewer, inp.case, reviewing=inp.target),
+            # Each unit by its id and one line: a reviewer checks the report's items against
+            # what the units say and whether they apply; the full texts went to the members
+            # who cited them.
             **prompting.evidence_parts(
-                prompting.concerning(inp.evidence, inp.report),
-                prompting.cited_ids(inp.report),
-                actions=False,
+                prompting.concerning(inp.evidence, inp.report), actions=False
             ),
             "target": inp.target,
             "report": prompting.report_brief(inp.report),
+            "round": inp.round,
         }
         value, usage, fallback = await self._ask(inp.reviewer, "reviewer", user, CrossReview)
         if value is None:
@@ -296,6 +307,13 @@ class LLMProvider:
         return self._answer(synthesis, usage, fallback)
 
     async def vote(self, inp: VoteInput) -> Answer:
+        if not prompting.at_stake(inp):
+            # Lazy consensus: a member whose items the draft carries as proposed, who objected
+            # to nothing this round and whose domain rules see nothing to change is not polled
+            # (an objection by its rules, which vote_with_rules adds, still is).
+            rules = (await self.fallback.vote(inp)).value
+            if rules.agree:
+                return Answer(Vote(agree=True, advice=UNPOLLED_ADVICE), None, "", unpolled=True)
         user = {
             "role": inp.role,
             "round": inp.round,

@@ -57,8 +57,14 @@ def _report(role: str, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def clinical_responder(
-    *, vote: Callable[[str, int], bool] | None = None, delay_s: float = 0.0
+    *,
+    vote: Callable[[str, int], bool] | None = None,
+    review: Callable[[str, int], bool] | None = None,
+    delay_s: float = 0.0,
 ) -> Callable[[StubRequest], StubReply]:
+    """Members that propose what applies; ``vote`` and ``review`` (role, round -> agree) make
+    a member object (a member who objected in review is the one polled on the draft)."""
+
     def respond(request: StubRequest) -> StubReply:
         schema = str((request.json_schema or {}).get("title", ""))
         if not schema:  # JSON mode: the schema's title is in the system prompt
@@ -75,7 +81,8 @@ def clinical_responder(
         if schema == "RoleReport":
             body: dict[str, Any] = _report(role, data)
         elif schema == "CrossReview":
-            body = {"agree": True, "critique": "No objection."}
+            agree = review(str(data.get("reviewer")), int(data.get("round", 1))) if review else True
+            body = {"agree": agree, "critique": "No objection." if agree else "Revise this."}
         elif schema == "Synthesis":
             body = {
                 "residual": {

@@ -88,8 +88,9 @@ def llm_answers(
     propose: dict[str, Any] | None = None,
 ) -> Any:
     """A board's LLM answers for ``ScriptedLLM``: every member reports citing the first unit
-    that applies (or ``cite``), cross-reviews agree, Safety votes no in the first
-    ``disagree_rounds`` rounds, and the roles in ``invalid_roles`` never answer validly."""
+    that applies (or ``cite``), cross-reviews agree, Safety reviews and votes no in the first
+    ``disagree_rounds`` rounds (an objection in review is what gets a member polled), and
+    the roles in ``invalid_roles`` never answer validly."""
     votes_seen: dict[int, int] = {}
 
     def answer(role: str, schema: type, user: dict[str, Any]) -> Any:
@@ -116,6 +117,8 @@ def llm_answers(
                 report["intent"] = "palliative"
             return report
         if name == "CrossReview":
+            if user["round"] <= disagree_rounds and user["reviewer"] == "safety":
+                return {"agree": False, "critique": "The safety of this proposal needs revision."}
             return {"agree": True, "critique": "No objection."}
         if name == "Synthesis":
             return {
