@@ -312,6 +312,20 @@ def _prune(spans: Sequence[Any], d: Dictionary) -> list[Any]:
     return sorted(kept, key=lambda s: s.start)
 
 
+# "No bleeding from varices", "never bled from the ulcer": the negation is of the event, and
+# the finding it names is its object - neither present nor ruled out by that sentence.
+_EVENT_OBJECT: Final = re.compile(
+    r"\b(?:bleed\w*|bled|ha?emorrhag\w*|rupture\w*)\s+(?:from|of)\s+(?:the\s+|an?\s+|his\s+|her\s+)?$",
+    re.IGNORECASE,
+)
+
+
+def _object_of_event(mention: Mention) -> bool:
+    """Whether the mention is the object of an event the sentence names ("bleeding from
+    [varices]"), so that a negation there denies the event, not the finding."""
+    return bool(_EVENT_OBJECT.search(mention.sentence[: mention.start]))
+
+
 def _facts_of(concept: Concept, assertion: str, mention: Mention) -> Facts:
     """What a mention with this assertion sets, per the concept's rules."""
     if concept.measurement and assertion == "negated":
@@ -319,7 +333,7 @@ def _facts_of(concept: Concept, assertion: str, mention: Mention) -> Facts:
     if assertion in ("family", "hypothetical", "possible"):
         return []
     if assertion == "negated":
-        if concept.negated_value is None:
+        if concept.negated_value is None or _object_of_event(mention):
             return []
         if concept.extract == "driver":
             return read_value(concept.extract, mention)

@@ -94,3 +94,30 @@ def test_recency_counts_from_the_newest_date_of_the_case() -> None:
     facts = case_facts(case)
     assert facts["organ_function.recent_bleeding_site"] == "variceal"
     assert facts["organ_function.recent_bleeding_date"] == "2026-06-02"
+
+
+def test_a_bleed_written_with_the_verb_is_read_with_its_date() -> None:
+    # given a variceal bleed the notes tell with "bled from", eight months before the case
+    case = _case(
+        cancer_type="hcc",
+        index_lesion={"imaging_date": "2026-11-20"},
+        notes=(
+            "Bled from oesophageal varices in March 2026 (eight months ago); banded over three "
+            "sessions. Varices eradicated at the check gastroscopy."
+        ),
+    )
+    facts = case_facts(case)
+    # then the bleed is on record with its site and date, older than six months
+    assert facts["organ_function.recent_bleeding_site"] == "variceal"
+    assert str(facts["organ_function.recent_bleeding_date"]).startswith("2026-03")
+    assert facts["derived.bleeding_within_6_months"] is False
+
+
+def test_no_bleeding_from_varices_denies_the_bleed_not_the_varices() -> None:
+    # given notes that deny a bleed from varices the patient has
+    case = _case(cancer_type="hcc", notes="Has varices but no history of bleeding from varices.")
+    facts = case_facts(case)
+    # then the varices are not read as absent (an anti-VEGF gate must not pass on this)
+    assert facts.get("organ_function.varices") != "none"
+    # and a plain denial still reads as none
+    assert case_facts(_case(notes="Endoscopy: no varices."))["organ_function.varices"] == "none"
