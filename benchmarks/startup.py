@@ -14,10 +14,11 @@ PYTHONDONTWRITEBYTECODE is not set; without it each process compiles them again 
 from __future__ import annotations
 
 import compileall
+import io
+import json
 import os
 import subprocess
 import sys
-import time
 
 from django.core.management import call_command
 
@@ -32,22 +33,39 @@ _STARTUP = (
 PACKAGES = ("mdtboard", "consult", "knowledge", "clinical")
 
 
+# Runs argv and prints its (wall s, CPU s, peak RSS kB, exit code). A process of its own,
+# importing nothing: a child's ru_maxrss is at least the resident size of the process that
+# forked it (Linux carries the old address space's peak across exec), and this one's parent,
+# having seeded the knowledge base, holds the embedding model and hundreds of MB besides.
+_MEASURE = """
+import json, os, subprocess, sys, time
+started = time.perf_counter()
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+print(json.dumps([time.perf_counter() - started, usage.ru_utime + usage.ru_stime,
+                  usage.ru_maxrss, os.waitstatus_to_exitcode(status)]))
+"""
+
+
 def _run(argv: list[str]) -> tuple[float, float, float, int]:
     """(wall seconds, CPU seconds, peak RSS in MB, exit code) of ``argv`` in a fresh process."""
     env = {**os.environ, "MDTBOARD_DB_NAME": "mdtboard_bench", "PYTHONUNBUFFERED": "1"}
-    started = time.perf_counter()
-    process = subprocess.Popen(  # noqa: S603 - fixed argv: this interpreter and our app
-        argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    measured = subprocess.run(  # noqa: S603 - fixed argv: this interpreter and our app
+        [sys.executable, "-c", _MEASURE, *argv],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
+    wall, cpu, peak_kb, code = json.loads(measured.stdout)
     # ru_maxrss is in kilobytes on Linux.
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, process.returncode
+    return wall, cpu, peak_kb / 1024, code
 
 
 def run() -> None:
-    call_command("load_kb_seed", verbosity=0)
+    # Its summary line would break the JSON lines on stdout.
+    call_command("load_kb_seed", verbosity=0, stdout=io.StringIO())
     for package in PACKAGES:
         compileall.compile_dir(REPO / package, quiet=1)
     wall, cpu, peak, code = _run([sys.executable, "-c", _STARTUP])
