@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from consult.models import ConsultationStatus
 from consult.review.models import PaperSize, ReportAppendix, ReportStatus
+from consult.review.services import ReviewError, report_path, report_render, report_request
 from consult.services.batch import case_run, cli_identity
 from consult.services.consultations import ConsultationError
 from consult.services.dossiers import DossierError
@@ -65,14 +66,6 @@ class Command(BaseCommand):
 
     def _pdf(self, consultation: Any, options: dict[str, Any]) -> None:
         """The plan's report, rendered here (no worker), written where asked."""
-        # Imported here: the PDF renderer (WeasyPrint, ~0.5 s and ~20 MB) is only for --pdf.
-        from consult.review.services import (
-            ReviewError,
-            report_path,
-            report_render,
-            report_request,
-        )
-
         target: Path = options["pdf"]
         appendix = [a.strip() for a in str(options["appendix"]).split(",") if a.strip()]
         actor, _ = cli_identity()
