@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
+import struct
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -30,7 +32,6 @@ Array = Any  # numpy ships its own types, but float32 arrays of varying rank rea
 
 class MiniLM:
     def __init__(self, path: Path) -> None:
-        from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
         config = json.loads((path / "config.json").read_text())
@@ -39,13 +40,12 @@ class MiniLM:
         self.eps = float(config["layer_norm_eps"])
         if config.get("hidden_act") != "gelu" or config.get("model_type") != "bert":
             raise ValueError(f"{path}: not a BERT model with exact GELU")
-        weights = load_file(str(path / "model.safetensors"))
-        # Dense layers multiply by the transposed weight: stored so once, contiguous.
+        # Mapped, not read: a process pays in memory only for the pages it touches (the
+        # word-embedding table is half the file, and a query uses a few dozen of its rows),
+        # and the weights are shared between processes through the page cache.
         self.w: dict[str, Array] = {
-            name: np.ascontiguousarray(value.T)
-            if name.endswith("dense.weight") or _qkv(name)
-            else value
-            for name, value in weights.items()
+            name: value
+            for name, value in _mapped_safetensors(path / "model.safetensors").items()
             if name != "embeddings.position_ids"
         }
         self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
@@ -110,7 +110,9 @@ class MiniLM:
         return pooled / norms
 
     def _dense(self, x: Array, name: str) -> Array:
-        return x @ self.w[name + ".weight"] + self.w[name + ".bias"]
+        # The stored weight is (out, in); its transpose is a view, which BLAS multiplies
+        # without a copy.
+        return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
 
     def _norm(self, x: Array, name: str) -> Array:
         mean = x.mean(axis=-1, keepdims=True)
@@ -127,8 +129,29 @@ def _blas() -> Any:  # threadpoolctl ships no types
     return ThreadpoolController()
 
 
-def _qkv(name: str) -> bool:
-    return name.endswith(("query.weight", "key.weight", "value.weight"))
+# safetensors dtype names -> numpy, for the types a BERT checkpoint holds.
+_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+
+
+def _mapped_safetensors(path: Path) -> dict[str, Array]:
+    """The tensors of a safetensors file as read-only arrays over one memory map of it.
+
+    The format is an 8-byte little-endian header length, a JSON header giving each tensor's
+    dtype, shape and byte range, then the data (safetensors' own numpy loader reads the
+    whole file into memory and copies each tensor out of it)."""
+    with path.open("rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    (length,) = struct.unpack("<Q", mapped[:8])
+    header = json.loads(mapped[8 : 8 + length])
+    header.pop("__metadata__", None)
+    tensors = {}
+    for name, info in header.items():
+        start, end = info["data_offsets"]
+        dtype = np.dtype(_DTYPES[info["dtype"]]).newbyteorder("<")
+        tensors[name] = np.frombuffer(
+            mapped, dtype=dtype, count=(end - start) // dtype.itemsize, offset=8 + length + start
+        ).reshape(info["shape"])
+    return tensors
 
 
 def _erf(x: Array) -> Array:

@@ -6,6 +6,9 @@ contracts (docs/architecture.md). Allowed:
   so one of the two imports the other when it runs (the task modules import their services);
 - the LLM client (consult.llm, which imports openai: about 1.4 s and 20 MB) where an LLM is
   configured, so that a run of the guideline engine, the web process and the tests never pay it;
+- the PDF renderer (consult.review.pdf, which imports WeasyPrint: about 0.5 s and 20 MB) where a
+  report is rendered, so that the processes that only load the URL configuration (the review
+  views import the report module), a consultation's included, never pay it;
 - Django's ``AppConfig.ready``, where an app connects its signal receivers once the models load.
 
 Run: python scripts/function_imports.py [paths...]
@@ -38,7 +41,12 @@ LLM_CLIENT: frozenset[tuple[str, str]] = frozenset(
         ("consult.rating.llm_rater", "consult.llm"),
     }
 )
-ALLOWED = TASK_PAIRS | LLM_CLIENT
+PDF_RENDERER: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("consult.review.report", "consult.review.pdf"),
+    }
+)
+ALLOWED = TASK_PAIRS | LLM_CLIENT | PDF_RENDERER
 
 
 def _module(path: Path) -> str:

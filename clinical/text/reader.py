@@ -172,22 +172,37 @@ def _rule_based_imports() -> Iterator[None]:
     first text read cost a process ~6 s and ~300 MB): thinc, spaCy's machine-learning layer,
     imports torch whenever it is installed, and medspaCy's package imports QuickUMLS (UMLS
     concept mapping, which pulls in nltk, scipy and scikit-learn) to register a component this
-    pipeline never adds. For the duration of the import, torch reads as absent and QuickUMLS
-    as an empty module; both are taken back afterwards, so a later import of either gets the
-    real one. Neither is replaced if it was already imported."""
+    pipeline never adds; spaCy's package imports its command-line interface. For the duration
+    of the import, torch reads as absent and QuickUMLS and spaCy's CLI as empty modules; all
+    are taken back afterwards, so a later import of any of them gets the real one. None is
+    replaced if it was already imported."""
     blocked = [name for name in ("torch",) if name not in sys.modules]
-    stubbed = [n for n in ("quickumls", "quickumls.spacy_component") if n not in sys.modules]
+    stubbed = [
+        n
+        for n in ("quickumls", "quickumls.spacy_component", "spacy.cli", "spacy.cli.info")
+        if n not in sys.modules
+    ]
     for name in blocked:
         sys.modules[name] = None  # type: ignore[assignment]  # "import torch" raises ImportError
     for name in stubbed:
         sys.modules[name] = types.ModuleType(name)
     if "quickumls" in stubbed:
         sys.modules["quickumls"].spacy_component = sys.modules["quickumls.spacy_component"]  # type: ignore[attr-defined]
+    if "spacy.cli.info" in stubbed:
+        # spaCy's package imports its command-line interface (typer, click, requests: ~0.1 s)
+        # for one name, spacy.info; that name imports the real one when called.
+        sys.modules["spacy.cli.info"].info = _spacy_info  # type: ignore[attr-defined]
     try:
         yield
     finally:
         for name in blocked + stubbed:
             sys.modules.pop(name, None)
+
+
+def _spacy_info(*args: Any, **kwargs: Any) -> Any:
+    from spacy.cli.info import info
+
+    return info(*args, **kwargs)
 
 
 def _build(d: Dictionary) -> Any:

@@ -10,37 +10,46 @@ import io
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any
-
-import matplotlib
-
-matplotlib.use("Agg")
-
-from matplotlib import pyplot as plt
-from matplotlib.figure import Figure
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from consult.rating.statistics import ICC, Correlation
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 COLOURS = {"system": "#1f5f99", "comparator": "#c06a12"}
 ARM_LABELS = {"system": "System", "comparator": "Comparator"}
 # pyplot keeps global state; Daphne serves requests from several threads.
 _LOCK = threading.Lock()
 
-plt.rcParams.update(
-    {
-        "svg.fonttype": "none",  # text stays text: smaller, selectable, screen-reader friendly
-        "svg.hashsalt": "mdtboard",  # the same figure gives the same bytes
-        "font.size": 9,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-    }
-)
+
+@cache
+def _pyplot() -> Any:
+    """pyplot on the Agg backend, configured once. Imported on the first plot, not with the
+    module: every process that loads the URL configuration imports this module through the
+    rating views, and matplotlib costs ~0.4 s and ~45 MB (issue 27)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    pyplot.rcParams.update(
+        {
+            "svg.fonttype": "none",  # text stays text: smaller, selectable, screen-reader friendly
+            "svg.hashsalt": "mdtboard",  # the same figure gives the same bytes
+            "font.size": 9,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    )
+    return pyplot
 
 
 def _svg(figure: Figure) -> str:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(figure)
+    _pyplot().close(figure)
     return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -51,6 +60,7 @@ def _short(label: str) -> str:
 def radar(labels: Sequence[str], means: dict[str, Sequence[float]]) -> str:
     """Mean score per dimension, one closed line per arm (EvoMDT Fig. 4d)."""
     with _LOCK:
+        plt = _pyplot()
         angles = [2 * math.pi * i / len(labels) for i in range(len(labels))]
         figure = plt.figure(figsize=(4.6, 4.2))
         axes: Any = figure.add_subplot(projection="polar")
@@ -69,6 +79,7 @@ def radar(labels: Sequence[str], means: dict[str, Sequence[float]]) -> str:
 def score_boxes(labels: Sequence[str], values: dict[str, Sequence[Sequence[float]]]) -> str:
     """Score distribution per dimension and arm (EvoMDT Fig. 4a)."""
     with _LOCK:
+        plt = _pyplot()
         figure, axes = plt.subplots(figsize=(8, 3.4))
         width = 0.35
         for offset, arm in ((-width / 2, "system"), (width / 2, "comparator")):
@@ -96,6 +107,7 @@ def heatmap(
 ) -> str:
     """Spearman's rho between dimensions; * marks q < 0.05 (EvoMDT Fig. 4f)."""
     with _LOCK:
+        plt = _pyplot()
         size = len(labels)
         values = [[c.rho if c.rho is not None else float("nan") for c in row] for row in matrix]
         figure, axes = plt.subplots(figsize=(5.2, 4.4))
@@ -121,6 +133,7 @@ def heatmap(
 def icc_forest(labels: Sequence[str], values: Sequence[ICC | None]) -> str:
     """ICC(2,1) with its 95% CI per dimension (EvoMDT Fig. 4e)."""
     with _LOCK:
+        plt = _pyplot()
         figure, axes = plt.subplots(figsize=(5.2, 3))
         for i, value in enumerate(values):
             if value is None:
@@ -142,6 +155,7 @@ def icc_forest(labels: Sequence[str], values: Sequence[ICC | None]) -> str:
 def time_boxes(raters: Sequence[str], minutes: Sequence[Sequence[float]]) -> str:
     """Minutes per packet, by rater (the rating time; EvoMDT Fig. 4b shows time per arm)."""
     with _LOCK:
+        plt = _pyplot()
         figure, axes = plt.subplots(figsize=(max(3.5, 1.2 * len(raters) + 1.5), 3))
         if raters:
             axes.boxplot([list(m) for m in minutes], widths=0.5)

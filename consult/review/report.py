@@ -18,7 +18,6 @@ from consult.labels import dose_fact_concerns, role_label, value_words
 from consult.models import Consultation, EvidenceNode
 from consult.presenters import NOT_AVAILABLE, case_sections
 from consult.review.models import PlanReport
-from consult.review.pdf import LocalOnlyFetcher, pdf_render
 from consult.review.presenters import clinical_text, plan_diff, recommendation_view
 from consult.review.selectors import (
     ReviewState,
@@ -314,6 +313,11 @@ def plan_json_bytes(plan: dict[str, Any]) -> bytes:
 
 
 def report_pdf(*, html: str, plan: dict[str, Any], title: str) -> bytes:
+    # Imported here: WeasyPrint costs a process ~0.5 s and ~20 MB, and every process that
+    # loads the URL configuration imports this module (the review views), while only the
+    # report worker renders PDFs.
+    from consult.review.pdf import LocalOnlyFetcher, pdf_render
+
     return pdf_render(
         html=html, attachment=plan_json_bytes(plan), title=title, fetcher=LocalOnlyFetcher()
     )

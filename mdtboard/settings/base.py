@@ -34,8 +34,10 @@ DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS: list[str] = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1"])
 CSRF_TRUSTED_ORIGINS: list[str] = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
+# No "daphne" app: it only replaces `runserver` (which nothing here uses; the web server is
+# `python -m mdtboard.webserver`), and its import of Twisted cost every process, a worker or
+# `manage.py runcase` included, ~0.2 s (issue 27).
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
