@@ -1,11 +1,14 @@
 """Live-board figure: 50 watchers of one consultation on loopback; latency from an event's
-persistence (commit) to its arrival at every watcher, and events lost."""
+persistence (commit) to its arrival at every watcher, and events lost. The web server and this
+client share the machine: the CPU each spent is printed too, to tell a slow server from a busy
+client."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import re
+import resource
 import statistics
 import sys
 import time
@@ -81,9 +84,10 @@ async def _watch(
                 message = await asyncio.wait_for(ws.recv(), timeout=0.5)
             except TimeoutError:
                 continue
-            match = SEQ.search(str(message))
-            if match:
-                arrivals.setdefault(int(match.group(1)), time.perf_counter())
+            # A catch-up message carries many events' fragments, each with its sequence number.
+            at = time.perf_counter()
+            for match in SEQ.finditer(str(message)):
+                arrivals.setdefault(int(match.group(1)), at)
 
 
 async def _persist_events(consultation_id: int, first: int, count: int) -> dict[int, float]:
@@ -107,7 +111,17 @@ async def _arrived(arrivals: list[dict[int, float]], persisted: dict[int, float]
     return [(a[seq] - at) * 1000 for a in arrivals for seq, at in persisted.items() if seq in a]
 
 
-async def _run(url: str, cookie: str, consultation_id: int, after: int) -> None:
+def _cpu_s(pid: int | None = None) -> float:
+    """CPU seconds (user + system) of this process, or of ``pid`` (Linux /proc)."""
+    if pid is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _run(url: str, cookie: str, consultation_id: int, after: int, server_pid: int) -> None:
     arrivals = [dict[int, float]() for _ in range(WATCHERS)]
     readies = [asyncio.Event() for _ in range(WATCHERS)]
     done = asyncio.Event()
@@ -117,13 +131,22 @@ async def _run(url: str, cookie: str, consultation_id: int, after: int) -> None:
     ]
     await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), timeout=60)
     await asyncio.sleep(1.0)  # let every consumer join its group
+    server_cpu, client_cpu = _cpu_s(server_pid), _cpu_s()
     persisted = await _persist_events(consultation_id, 0, EVENTS)
     latencies = await _arrived(arrivals, persisted)
+    server_cpu, client_cpu = _cpu_s(server_pid) - server_cpu, _cpu_s() - client_cpu
     lost = WATCHERS * EVENTS - len(latencies)
     emit("board_watchers", WATCHERS, "watchers")
     emit("board_event_latency_p50", statistics.median(latencies), "ms")
     emit("board_event_latency_p95", p95(latencies), "ms", "< 200 ms")
     emit("board_messages_lost", lost, "messages", "0")
+    deliveries = WATCHERS * EVENTS
+    emit("board_server_cpu_per_delivery", server_cpu / deliveries * 1000, "ms (Daphne's threads)")
+    emit(
+        "board_client_cpu",
+        client_cpu,
+        f"s (this process: {WATCHERS} clients, writing and broadcasting the events)",
+    )
 
     # Then 50 more sockets connect at once and ask for everything from the start (as after a
     # Redis restart), while the run goes on: what the 50 watchers already there wait meanwhile.
@@ -133,9 +156,19 @@ async def _run(url: str, cookie: str, consultation_id: int, after: int) -> None:
         asyncio.create_task(_watch(url, cookie, 0, rejoined[i], rejoin_ready[i], done))
         for i in range(WATCHERS)
     ]
+    started = time.perf_counter()
     persisted = await _persist_events(consultation_id, EVENTS, EVENTS // 2)
     during = await _arrived(arrivals, persisted)
-    caught_up = sum(1 for a in rejoined if set(persisted) <= set(a))
+    # The reconnecting sockets are given as long as they need (up to 60 s) to have every event:
+    # the first 50 are served first now, so the run may end before the last of them is done.
+    everything = set(range(1, max(persisted) + 1))
+    deadline = time.perf_counter() + 60
+    while time.perf_counter() < deadline and any(  # noqa: ASYNC110 - bounded poll
+        not everything <= set(a) for a in rejoined
+    ):
+        await asyncio.sleep(0.1)
+    caught_up = sum(1 for a in rejoined if everything <= set(a))
+    caught_up_s = max(max(a.values(), default=started) for a in rejoined) - started
     done.set()
     await asyncio.gather(*tasks, *rejoining, return_exceptions=True)
     emit(
@@ -145,6 +178,11 @@ async def _run(url: str, cookie: str, consultation_id: int, after: int) -> None:
         "< 300 ms",
     )
     emit("board_reconnected_caught_up", caught_up, f"of {WATCHERS} sockets", str(WATCHERS))
+    emit(
+        "board_reconnect_catch_up",
+        caught_up_s,
+        f"s (until the last of the {WATCHERS} reconnecting sockets had every event)",
+    )
 
 
 def run() -> None:
@@ -198,6 +236,7 @@ def run() -> None:
                 cookie,
                 consultation.pk,
                 after,
+                daphne.pid,
             )
         )
     finally:

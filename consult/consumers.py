@@ -11,6 +11,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.db import DatabaseError, connection
@@ -54,6 +55,9 @@ CLOSE_SIGNED_OUT = 4401
 # A socket that catches up renders at most this many events per step, off the event loop: one
 # reconnecting socket never holds the others' deliveries for long.
 CATCH_UP_CHUNK = 100
+# ... and sends them joined in messages of about this size at most (one board event's
+# fragments are 1-10 kB; a round's whole section is the largest).
+CATCH_UP_MESSAGE_CHARS = 256 * 1024
 # The fragments of the latest events of the boards this process serves, as the broadcaster
 # rendered them, by (consultation, seq): every watcher is sent the same bytes, and a socket that
 # reconnects after a short gap sends them from here without folding or rendering anything.
@@ -316,6 +320,80 @@ class NotificationConsumer(_SessionBound, _RateLimited, AsyncJsonWebsocketConsum
         await self.send(text_data=html)
 
 
+# The re-check of the board sockets' users runs at least this far apart (REAUTHORISE_S is
+# patched to 0 in tests that want it as often as possible; a loop never spins on the database).
+SWEEP_FLOOR_S = 0.05
+# Board sockets of this process, by event loop (Daphne has one; each async test its own), and
+# the one task per loop that re-checks them all.
+_watching: dict[Any, set[BoardConsumer]] = {}
+_sweeps: dict[Any, asyncio.Task[None]] = {}
+ALLOWED, SIGNED_OUT, REFUSED = "allowed", "signed out", "refused"
+# Channel-layer messages a board socket relays as they are, without the database.
+RELAYED = frozenset({"board.event", "board.delta"})
+
+
+WatchKey = tuple[int, int, str | None]  # (user, consultation, session key)
+
+
+def _watchers_verdicts(keys: set[WatchKey]) -> dict[WatchKey, str]:
+    """For each (user, consultation, sign-in) watched in this process, whether it may still be
+    watched: one trip to the database thread for every socket, however many there are."""
+    verdicts: dict[WatchKey, str] = {}
+    for key in keys:
+        user_id, consultation_id, session_key = key
+        if (
+            session_key is not None
+            and session_seconds_left(session_key=session_key, user_id=user_id) <= 0
+        ):
+            verdicts[key] = SIGNED_OUT
+        elif not _user_may_watch(user_id, consultation_id):
+            verdicts[key] = REFUSED
+        else:
+            verdicts[key] = ALLOWED
+    return verdicts
+
+
+def _watchers_add(consumer: BoardConsumer) -> None:
+    loop = asyncio.get_running_loop()
+    _watching.setdefault(loop, set()).add(consumer)
+    sweep = _sweeps.get(loop)
+    if sweep is None or sweep.done():
+        _sweeps[loop] = loop.create_task(_watchers_sweep(loop))
+
+
+def _watchers_discard(consumer: BoardConsumer) -> None:
+    loop = asyncio.get_running_loop()
+    sockets = _watching.get(loop)
+    if sockets is None:
+        return
+    sockets.discard(consumer)
+    if not sockets:
+        del _watching[loop]
+        sweep = _sweeps.pop(loop, None)
+        if sweep is not None and sweep is not asyncio.current_task():
+            sweep.cancel()
+
+
+async def _watchers_sweep(loop: Any) -> None:
+    """Every REAUTHORISE_S, re-check every board socket of this loop and close those whose
+    user may no longer watch or whose sign-in ended. It runs beside the deliveries, never in
+    front of them: a push costs a socket no database work, and 50 sockets due at once no longer
+    queue 100 reads on the one database thread ahead of their own deliveries."""
+    while _watching.get(loop):
+        await asyncio.sleep(max(REAUTHORISE_S, SWEEP_FLOOR_S))
+        sockets = [s for s in _watching.get(loop, ()) if not s.refused]
+        try:
+            verdicts = await database_sync_to_async(_watchers_verdicts)(
+                {s.watch_key for s in sockets}
+            )
+        except DatabaseError:
+            continue  # the database is away for a moment: the next sweep asks again
+        for socket in sockets:
+            verdict = verdicts.get(socket.watch_key, ALLOWED)
+            if verdict != ALLOWED and not socket.refused:
+                await socket.refuse(signed_out=verdict == SIGNED_OUT)
+
+
 class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
     """The live board of one consultation. Authorises like the board page, joins the
     consultation's group, and on the client's ``resume`` (its last sequence number) sends every
@@ -323,69 +401,93 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
     out-of-band fragments. Token deltas are relayed as they come and never persisted.
 
     A relayed event costs the socket one send of the bytes the broadcaster rendered once for
-    every watcher. Catching up (a resume, a missed event) sends the fragments this process
-    still holds, and renders the rest in bounded chunks on a pool of its own, each chunk once
-    for all the sockets that need it at the same time."""
+    every watcher: no database, no fold, no render. Authorisation is re-checked against the
+    database on every message the client sends, and for every socket of the process together
+    every REAUTHORISE_S beside the deliveries (``_watchers_sweep``). Catching up (a resume, a
+    missed event) sends the fragments this process still holds, and renders the rest in bounded
+    chunks on a pool of its own, each chunk once for all the sockets that need it at the same
+    time."""
 
     consultation_id: int = 0
     group: str | None = None
+    refused = False
+    watch_key: WatchKey = (0, 0, None)
 
     async def connect(self) -> None:
         user = self.scope.get("user")
         self.consultation_id = int(self.scope["url_route"]["kwargs"]["pk"])
+        session_key = getattr(self.scope.get("session"), "session_key", None)
         allowed, signed_out = await database_sync_to_async(_board_admission)(
-            user, self.consultation_id, getattr(self.scope.get("session"), "session_key", None)
+            user, self.consultation_id, session_key
         )
         if not allowed or signed_out:
             await self.close(code=CLOSE_SIGNED_OUT if signed_out else 4403)
             return
-        self.checked_at = time.monotonic()
         self.sent: int | None = None
+        self.watch_key = (user.pk, self.consultation_id, session_key)
 
         self.lock = asyncio.Lock()
         self.group = consultation_group(self.consultation_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        _watchers_add(self)
         self._watch_session()
 
     async def disconnect(self, code: int) -> None:
         self._unwatch_session()
+        _watchers_discard(self)
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
-    async def _still_allowed(self, *, fresh: bool = False) -> bool:
-        """Authorisation is re-checked while the socket lives: against the database on
-        every message the client sends (``fresh``: a page sends one resume per reconnect,
-        and a flood is closed before it gets here), and at most every REAUTHORISE_S before
-        the server's pushes, which come with every event and token of a run. A clinician
-        removed from the team, or deactivated, stops receiving the board and the socket
-        closes as a refusal."""
-        if not fresh and time.monotonic() - self.checked_at < REAUTHORISE_S:
-            return True
-        if await self._session_left() <= 0:
-            self.checked_at = time.monotonic()
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # channels runs close_old_connections on the one database thread before every handler
+        # (channels.db.aclose_old_connections): for a relayed event that was one trip to that
+        # thread per watcher, queued behind every other socket's connect and resume, so 50
+        # sockets connecting at once held every live delivery for seconds. A relay touches no
+        # database (a catch-up reads on its own pool, which closes its connection itself).
+        if message["type"] in RELAYED:
+            await getattr(self, get_handler_name(message))(message)
+            return
+        await super().dispatch(message)
+
+    async def refuse(self, *, signed_out: bool) -> None:
+        """Close the socket as signed out (4401) or, audited, as no longer allowed (4403);
+        nothing more is sent on it."""
+        self.refused = True
+        if signed_out:
             await self.close(code=CLOSE_SIGNED_OUT)
+            return
+        await database_sync_to_async(audit_subscription)(
+            actor=None,
+            object_type="consult.consultation",
+            object_id=self.consultation_id,
+            allowed=False,
+        )
+        await self.close(code=4403)
+
+    async def _allowed_now(self) -> bool:
+        """Checked against the database on every message the client sends: a page sends one
+        resume per reconnect, and a flood is closed before it gets here. A clinician removed
+        from the team, or deactivated, stops receiving the board and the socket closes as a
+        refusal."""
+        if self.refused:
+            return False
+        if await self._session_left() <= 0:
+            await self.refuse(signed_out=True)
             return False
         user = self.scope.get("user")
         allowed = bool(
             user is not None
             and await database_sync_to_async(_user_may_watch)(user.pk, self.consultation_id)
         )
-        self.checked_at = time.monotonic()
         if not allowed:
-            await database_sync_to_async(audit_subscription)(
-                actor=None,
-                object_type="consult.consultation",
-                object_id=self.consultation_id,
-                allowed=False,
-            )
-            await self.close(code=4403)
+            await self.refuse(signed_out=False)
         return allowed
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if await self._flooding():
             return
-        if not await self._still_allowed(fresh=True):
+        if not await self._allowed_now():
             return
         after = _resume_after(text_data)
         if after is None:
@@ -395,10 +497,8 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
             await self._catch_up()
 
     async def board_event(self, event: dict[str, Any]) -> None:
-        if self.sent is None:
+        if self.sent is None or self.refused:
             return  # the client has not said where it is yet; its resume will catch up
-        if not await self._still_allowed():
-            return
         if event.get("html"):
             fragment_remember(self.consultation_id, int(event["seq"]), event["html"])
         async with self.lock:
@@ -411,9 +511,7 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
             await self._catch_up()
 
     async def board_delta(self, event: dict[str, Any]) -> None:
-        if self.sent is None:
-            return
-        if not await self._still_allowed():
+        if self.sent is None or self.refused:
             return
         target = f"live-panel-{dom_id(str(event['role']))}"
         await self.send(
@@ -421,19 +519,42 @@ class BoardConsumer(_SessionBound, _RateLimited, AsyncWebsocketConsumer):
         )
 
     async def _catch_up(self) -> None:
+        """Send every event after ``self.sent``, in order, as few messages as it takes: the
+        fragments of up to CATCH_UP_CHUNK consecutive events joined in one message (the htmx
+        WebSocket extension swaps a message's out-of-band elements in document order, so a
+        joined message leaves the page as the same fragments sent one by one would). A socket
+        resuming 300 events behind costs three sends instead of 300."""
         if self.sent is None:
             return  # nothing to catch up from before the client's resume
         while True:
-            cached = fragment_cached(self.consultation_id, self.sent + 1)
-            if cached is not None:
-                await self.send(text_data=cached)
-                self.sent += 1
+            cached: list[tuple[int, str]] = []
+            while len(cached) < CATCH_UP_CHUNK:
+                seq = self.sent + 1 + len(cached)
+                html = fragment_cached(self.consultation_id, seq)
+                if html is None:
+                    break
+                cached.append((seq, html))
+            if cached:
+                await self._send_joined(cached)
                 continue
             fragments = await _chunk_after(self.consultation_id, self.sent)
             if not fragments:
                 return
             for seq, html in fragments:
                 fragment_remember(self.consultation_id, seq, html)
-                if seq > self.sent:  # never twice, never out of order
-                    await self.send(text_data=html)
-                    self.sent = seq
+            # Never twice, never out of order: a live event may have moved self.sent on.
+            await self._send_joined([(seq, html) for seq, html in fragments if seq > self.sent])
+
+    async def _send_joined(self, fragments: list[tuple[int, str]]) -> None:
+        """Consecutive events' fragments, joined in messages of CATCH_UP_MESSAGE_CHARS at most
+        (or one event's, when that alone is larger)."""
+        part: list[str] = []
+        size = 0
+        for index, (seq, html) in enumerate(fragments):
+            part.append(html)
+            size += len(html)
+            last = index == len(fragments) - 1
+            if last or size + len(fragments[index + 1][1]) > CATCH_UP_MESSAGE_CHARS:
+                await self.send(text_data="\n".join(part))
+                self.sent = seq
+                part, size = [], 0

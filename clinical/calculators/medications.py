@@ -138,6 +138,24 @@ CYP2D6_INHIBITORS: Final[dict[str, str]] = {
 }  # fmt: skip
 
 
+# The facts that say what the patient takes: the list itself and each interacting class read
+# from it (derive.py names them ``derived.<calculator>``).
+MEDICATION_FACTS = frozenset(
+    {
+        "patient.medications",
+        "derived.strong_cyp3a4_inhibitors",
+        "derived.strong_cyp3a4_inducers",
+        "derived.qt_prolonging_drugs",
+        "derived.anticoagulants",
+        "derived.antiplatelets",
+        "derived.cyp2d6_inhibitors",
+    }
+)
+# Polypharmacy: five or more regular medicines (WHO, Medication Safety in Polypharmacy,
+# 2019, section 1): a pharmacist reviews the list whatever the knowledge base's rules say.
+POLYPHARMACY_COUNT = 5
+
+
 def _pattern(names: tuple[str, ...] | list[str]) -> re.Pattern[str]:
     # Word boundary before the name (so "asa" does not match "lasalocid"); short abbreviations
     # need a boundary after too.

@@ -68,6 +68,9 @@ class RoleInput:
     critiques: Sequence[tuple[str, CrossReview]] = ()
     reason: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)  # fact -> clinical label
+    # The therapy steps any member may propose (applying or waiting for data, from the whole
+    # panel's evidence): what a rule about a drug must concern to be worth reading. Empty: all.
+    therapies: Sequence[Evidence] = ()
 
 
 @dataclass
@@ -105,3 +108,5 @@ class VoteInput:
     evidence: Sequence[Evidence]
     critiques_given: Sequence[CrossReview] = field(default_factory=list)
     facts: Mapping[str, Any] = field(default_factory=dict)
+    # The reports this member cross-reviewed in the round (what it has already weighed).
+    reviewed: Sequence[RoleReport] = field(default_factory=list)

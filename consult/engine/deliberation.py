@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from clinical.calculators.medications import MEDICATION_FACTS
 from clinical.calculators.response import (
     case_response,
     lesions_from_case,
@@ -260,9 +261,24 @@ class Deliberation:
 
         await self._step(Step(StepKind.INTAKE), run)
 
+    async def _interacting(self) -> list[str]:
+        """The knowledge base's interaction rules that fire on the patient's current
+        medications (a rule about a drug class the patient takes: warfarin, a strong CYP3A4
+        inhibitor), by title: what invites the Pharmacy seat."""
+        request = EvidenceRequest("pharmacy", self._query("pharmacy"), ROLE_KINDS["pharmacy"])
+        found = (await self._fetch([request]))["pharmacy"]
+        return sorted(
+            {
+                e.title
+                for e in found.applicable
+                if e.applies is True and any(fact in MEDICATION_FACTS for fact, _ in e.held)
+            }
+        )
+
     async def _triage(self) -> None:
         async def run() -> StepResult:
-            t = guideline.triage(dict(self.state.case), dict(self.state.facts))
+            interacting = await self._interacting()
+            t = guideline.triage(dict(self.state.case), dict(self.state.facts), interacting)
             payload = {"panel": list(t.panel), "specialists": t.specialists, "simple": t.simple}
             return StepResult(payload, [EngineEvent(EventKind.TRIAGE, payload)])
 
@@ -378,6 +394,7 @@ class Deliberation:
                 critiques=critiques,
                 reason=(self.state.triage.specialists.get(role, "") if self.state.triage else ""),
                 labels=self.labels,
+                therapies=self._therapies(),
             )
 
             async def on_delta(text: str) -> None:
@@ -428,6 +445,17 @@ class Deliberation:
             u["component"] for u in result["ungrounded"] if u.get("component")
         }
 
+    def _therapies(self) -> list[Evidence]:
+        """The therapy steps any member may propose: those of the whole panel's evidence that
+        apply or wait for data."""
+        found = {
+            e.unit_id: e
+            for units in self.state.evidence.values()
+            for e in units
+            if e.action.get("type") == "therapy" and e.applies is not False
+        }
+        return list(found.values())
+
     def _past(self, round_no: int) -> Sequence[PastCase]:
         return (self.state.experience or []) if round_no >= 2 else []
 
@@ -443,18 +471,38 @@ class Deliberation:
         result = await self._step(Step(StepKind.EXPERIENCE, round_no), run)
         self.state.experience = [PastCase(**p) for p in result["past"]]
 
-    async def _review(self, reviewer: str, target: str, round_no: int) -> None:
+    def _review_input(self, reviewer: str, target: str, round_no: int) -> ReviewInput:
+        return ReviewInput(
+            reviewer=reviewer,
+            target=target,
+            round=round_no,
+            case=self.state.case,
+            facts=self.state.facts,
+            report=self.state.reports[target],
+            evidence=self.state.evidence[reviewer],
+        )
+
+    async def _reviews(self, reviewer: str, targets: Sequence[str], round_no: int) -> None:
+        """A reviewer's reviews of the round: one call for all the reports it has still to
+        review (each review is still its own step, journaled and resumed on its own)."""
+        pending = [
+            t for t in targets if await self.store.load(Step.review(round_no, reviewer, t)) is None
+        ]
+        answers: dict[str, Answer] = {}
+        if len(pending) > 1:
+            if await self.store.cancelled():
+                raise Cancelled
+            inps = [self._review_input(reviewer, t, round_no) for t in pending]
+            answers = dict(zip(pending, await self.provider.review_many(inps), strict=True))
+        for target in targets:
+            await self._review(reviewer, target, round_no, answers.get(target))
+
+    async def _review(
+        self, reviewer: str, target: str, round_no: int, given: Answer | None = None
+    ) -> None:
         async def run() -> StepResult:
-            inp = ReviewInput(
-                reviewer=reviewer,
-                target=target,
-                round=round_no,
-                case=self.state.case,
-                facts=self.state.facts,
-                report=self.state.reports[target],
-                evidence=self.state.evidence[reviewer],
-            )
-            answer = await self.provider.review(inp)
+            inp = self._review_input(reviewer, target, round_no)
+            answer = given or await self.provider.review(inp)
             # The rules of the reviewer's domain object whatever the reviewer says.
             review: CrossReview = review_with_rules(inp, answer.value)
             payload = {
@@ -571,7 +619,13 @@ class Deliberation:
                 report=self.state.reports[role],
                 draft=self.state.synthesis.draft,
                 evidence=self.state.evidence[role],
+                critiques_given=[c for who, _, c in self.state.critiques if who == role],
                 facts=self.state.facts,
+                reviewed=[
+                    self.state.reports[target]
+                    for who, target, _ in self.state.critiques
+                    if who == role and target in self.state.reports
+                ],
             )
             answer = await self.provider.vote(inp)
             vote: Vote = vote_with_rules(inp, answer.value)
@@ -580,6 +634,7 @@ class Deliberation:
                 "fallback": answer.fallback,
                 "usage": asdict(answer.usage) if answer.usage else None,
                 "carried_over": answer.carried,
+                "polled": not answer.unpolled,
             }
             return StepResult(
                 payload,
@@ -602,7 +657,10 @@ class Deliberation:
         # Every specialist reviews Treatment's proposal from its own domain (the
         # cardio-oncology seat objects to an anthracycline with a failing heart).
         pairs += [(s, "treatment") for s in panel if s in SPECIALISTS and "treatment" in panel]
-        await asyncio.gather(*(self._review(a, b, round_no) for a, b in pairs))
+        by_reviewer: dict[str, list[str]] = {}
+        for a, b in pairs:
+            by_reviewer.setdefault(a, []).append(b)
+        await asyncio.gather(*(self._reviews(a, bs, round_no) for a, bs in by_reviewer.items()))
         await self._synthesize(round_no, weights)
         votes = await asyncio.gather(*(self._vote(role, round_no) for role in panel))
         agreement = sum(v.agree for v in votes) / len(votes)

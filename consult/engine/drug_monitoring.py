@@ -44,7 +44,9 @@ def monitored_agents(evidence: Iterable[str], units: Mapping[str, Any]) -> list[
     return agents
 
 
-def _pathway_gives(agent: str, given: Sequence[lexicon.Given]) -> bool:
+def gives_agent(agent: str, given: Sequence[lexicon.Given]) -> bool:
+    """Whether any of ``given`` gives ``agent`` (a drug, or a class by one of its members); a
+    name the lexicon does not know is given by nothing."""
     resolved = lexicon.resolve(agent)
     if resolved is None:
         return False
@@ -108,6 +110,6 @@ def for_pathway(
     kept: list[P] = []
     for proposal in proposals:
         agents = monitored_agents(proposal.evidence, units)
-        if not agents or any(_pathway_gives(a, given) for a in agents):
+        if not agents or any(gives_agent(a, given) for a in agents):
             kept.append(proposal)
     return kept

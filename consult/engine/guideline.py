@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from clinical.calculators.medications import POLYPHARMACY_COUNT
 from clinical.plan import RejectedOption
 from clinical.rules import TherapyAction
 from clinical.vocab import (
@@ -98,8 +99,14 @@ def _tests_fact(unit: Evidence, fact: str) -> bool:
 # --- triage --------------------------------------------------------------------------------
 
 
-def triage(case: dict[str, object], facts: dict[str, object]) -> Triage:
-    """Core roles always; specialists when the case gives a stated reason."""
+def triage(
+    case: dict[str, object],
+    facts: dict[str, object],
+    interacting: Sequence[str] | None = None,
+) -> Triage:
+    """Core roles always; specialists when the case gives a stated reason. ``interacting``:
+    the knowledge base's interaction rules that the patient's current medications trigger
+    (None: not looked up, and any current medication invites Pharmacy)."""
     cancer = str(case.get("cancer_type") or "other")
     chosen: dict[str, str] = {}
     if cancer == "hcc":
@@ -115,8 +122,13 @@ def triage(case: dict[str, object], facts: dict[str, object]) -> Triage:
     if facts.get("patient.pregnant") is True:
         chosen["fertility"] = "the patient is pregnant: obstetric and fetal safety"
     medications = facts.get("patient.medications") or []
-    if isinstance(medications, list) and len(medications) >= 1:
-        chosen["pharmacy"] = f"{len(medications)} current medication(s) to check for interactions"
+    count = len(medications) if isinstance(medications, list) else 0
+    if interacting:
+        chosen["pharmacy"] = "current medications interact: " + "; ".join(interacting)
+    elif count and interacting is None:
+        chosen["pharmacy"] = f"{count} current medication(s) to check for interactions"
+    elif count >= POLYPHARMACY_COUNT:
+        chosen["pharmacy"] = f"polypharmacy: {count} current medications"
     brain = facts.get("staging.brain_metastases_count")
     if isinstance(brain, int) and brain > 0:
         chosen["radiation_oncology"] = f"{brain} brain metastases"

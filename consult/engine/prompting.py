@@ -14,7 +14,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from clinical import lexicon
 from clinical.vocab import CORE_ROLES
+from consult.engine.drug_monitoring import gives_agent
 from consult.engine.protocols import Evidence
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
@@ -190,6 +192,35 @@ def evidence_brief(
     return lines
 
 
+def bearing(evidence: Sequence[Evidence], therapies: Sequence[Evidence]) -> list[Evidence]:
+    """The units of ``evidence`` that can bear on this board's choice: a rule or a
+    drug-specific interval about drugs (or modalities) only when one of ``therapies`` - the
+    steps any member may propose - gives one of them. Twenty rules about anthracyclines,
+    ribociclib or venetoclax say nothing to a board choosing between resection and ablation;
+    the safety gate checks every rule against the plan whatever the prompts carried. A rule
+    about the patient (no drug named), a name the lexicon does not know, and every other unit
+    stay. No ``therapies``: everything stays."""
+    if not therapies:
+        return list(evidence)
+    given = [
+        lexicon.given(t.action.get("agents") or (), str(t.action.get("description") or ""))
+        for t in therapies
+    ]
+    modalities = {str(t.action.get("modality")) for t in therapies}
+
+    def bears(e: Evidence) -> bool:
+        action = e.action
+        agents = [str(a) for a in action.get("agents") or ()]
+        named = [str(m) for m in action.get("modalities") or ()]
+        if action.get("type") not in ("safety", "surveillance") or not (agents or named):
+            return True
+        return any(m in modalities for m in named) or any(
+            lexicon.resolve(a) is None or gives_agent(a, given) for a in agents
+        )
+
+    return [e for e in evidence if bears(e)]
+
+
 def waiting(evidence: Sequence[Evidence], cited: Iterable[str] = ()) -> list[Evidence]:
     """The units that wait for missing data (whether they apply is not known), except those
     ``cited`` (their full text goes with the evidence)."""
@@ -308,6 +339,38 @@ def concerning(evidence: Sequence[Evidence], report: Any) -> list[Evidence]:
         if not names or any(n in proposed or n in words for n in names):
             kept.append(e)
     return kept
+
+
+def objections(critiques: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The critiques that ask something of their target: a disagreement, an item to remove or
+    one to demote. An agreement asks nothing."""
+    return [(who, c) for who, c in critiques if not c.agree or c.concerns or c.demote]
+
+
+def at_stake(inp: Any) -> bool:
+    """Whether a member has something at stake in the draft it would vote on (a ``VoteInput``):
+    an item of its report the draft leaves out, demotes from the pathway or ranks otherwise; an
+    item of the draft it has not weighed, for a member that reviews (neither its own nor in a
+    report it reviewed: Safety must see what a specialist added); a surveillance interval it
+    proposed that the draft lacks; a constraint on a drug the draft gives; or an objection it
+    made in this round's reviews. A member with none of these agrees by proposing or accepting
+    what the draft carries."""
+    report, draft = inp.report, inp.draft
+    carried = {(c.description, c.role, c.rank) for c in draft.components}
+    if any((c.description, c.role, c.rank) not in carried for c in report.components):
+        return True
+    # A member that cross-reviews weighs the plan's items; one that reviews no report
+    # (Monitoring: its remit is the schedule) is not polled on items it never judges.
+    weighed = {c.description for r in (report, *inp.reviewed) for c in r.components}
+    if inp.reviewed and any(c.description not in weighed for c in draft.components):
+        return True
+    watched = {m.what for m in draft.monitoring}
+    if any(m.what not in watched for m in report.monitoring):
+        return True
+    given = [lexicon.given(c.agents, c.description) for c in draft.components]
+    if any(gives_agent(str(a), given) for k in report.constraints for a in k.agents):
+        return True
+    return any(not c.agree or c.concerns or c.demote for c in inp.critiques_given)
 
 
 def critiques_brief(critiques: Iterable[tuple[str, Any]]) -> dict[str, Any]:

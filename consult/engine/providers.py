@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -20,6 +20,7 @@ from consult.engine.protocols import LLM, Usage
 from consult.engine.schemas import (
     CoordinatorNote,
     CrossReview,
+    CrossReviews,
     Synthesis,
     Vote,
     report_schema,
@@ -28,6 +29,10 @@ from consult.engine.schemas import (
 T = TypeVar("T", bound=BaseModel)
 # _ask's "fallback" when the answer is one given earlier in the run (no call, no fallback).
 CARRIED = "carried"
+UNPOLLED_ADVICE = (
+    "Not polled: the draft carries this member's items as proposed and it objected to nothing "
+    "this round"
+)
 logger = logging.getLogger(__name__)
 Delta = Callable[[str], Awaitable[None]] | None
 
@@ -40,6 +45,9 @@ class Answer:
     # The member was asked nothing new (no critique addressed to it; the same question as in an
     # earlier round): its earlier answer stands, and no LLM call was made for it.
     carried: bool = False
+    # A vote not asked for: the member has nothing at stake in the draft (prompting.at_stake),
+    # so its agreement is recorded by rule, with no LLM call.
+    unpolled: bool = False
 
 
 class GuidelineProvider:
@@ -54,6 +62,9 @@ class GuidelineProvider:
 
     async def review(self, inp: ReviewInput) -> Answer:
         return Answer(guideline.review(inp))
+
+    async def review_many(self, inps: Sequence[ReviewInput]) -> list[Answer]:
+        return [Answer(guideline.review(inp)) for inp in inps]
 
     async def synthesize(
         self, inp: SynthesisInput, consensus: Consensus, conflicts_text: str
@@ -71,6 +82,13 @@ class GuidelineProvider:
 
     async def vote(self, inp: VoteInput) -> Answer:
         return Answer(guideline.vote(inp))
+
+
+def _agrees(value: BaseModel) -> bool:
+    """Whether an answer raises no objection (a report or a note has no say: it agrees)."""
+    if isinstance(value, CrossReviews):
+        return all(r.agree for r in value.reviews.values())
+    return bool(getattr(value, "agree", True))
 
 
 def _usage(usage: Any) -> Usage:
@@ -147,7 +165,7 @@ class LLMProvider:
             )
         if not isinstance(value, schema):
             return None, _usage(usage), fallback_text("UnexpectedReply")
-        if getattr(value, "agree", True):
+        if _agrees(value):
             # An objection is asked again: the round that follows exists to answer it.
             self._answered[key] = value
         return value, _usage(usage), ""
@@ -159,10 +177,11 @@ class LLMProvider:
         return Answer(value, usage, fallback)
 
     async def report(self, inp: RoleInput, on_delta: Delta = None) -> Answer:
-        if inp.round >= 2 and inp.previous is not None and not inp.critiques:
-            # Nothing was addressed to this member since its last report (no critique, no vote
-            # advice): the report stands, as a tumour board member who is not challenged does
-            # not speak again. The round's residual context reaches it when it is challenged.
+        if inp.round >= 2 and inp.previous is not None and not prompting.objections(inp.critiques):
+            # Nothing was asked of this member since its last report (no objection in a review,
+            # no vote advice; an agreement asks nothing): the report stands, as a tumour board
+            # member who is not challenged does not speak again. The round's residual context
+            # reaches it when it is challenged.
             return Answer(inp.previous, None, "", carried=True)
         # Stable first (who, the case, the evidence: the same in every round), the round last.
         user = {
@@ -170,7 +189,9 @@ class LLMProvider:
             "specialist_reason": inp.reason,
             "case": prompting.case_for(inp.role, inp.case),
             "derived_staging": prompting.compact(dict(inp.staging)),
-            **prompting.evidence_parts(inp.evidence, prompting.cited_ids(inp.previous)),
+            **prompting.evidence_parts(
+                prompting.bearing(inp.evidence, inp.therapies), prompting.cited_ids(inp.previous)
+            ),
             "round": inp.round,
             "your_previous_report": (
                 prompting.report_brief(inp.previous) if inp.previous is not None else None
@@ -196,18 +217,52 @@ class LLMProvider:
         user = {
             "reviewer": inp.reviewer,
             "case": prompting.case_for(inp.reviewer, inp.case, reviewing=inp.target),
+            # Each unit by its id and one line: a reviewer checks the report's items against
+            # what the units say and whether they apply; the full texts went to the members
+            # who cited them.
             **prompting.evidence_parts(
-                prompting.concerning(inp.evidence, inp.report),
-                prompting.cited_ids(inp.report),
-                actions=False,
+                prompting.concerning(inp.evidence, inp.report), actions=False
             ),
             "target": inp.target,
             "report": prompting.report_brief(inp.report),
+            "round": inp.round,
         }
         value, usage, fallback = await self._ask(inp.reviewer, "reviewer", user, CrossReview)
         if value is None:
             return Answer((await self.fallback.review(inp)).value, usage, fallback)
         return self._answer(value, usage, fallback)
+
+    async def review_many(self, inps: Sequence[ReviewInput]) -> list[Answer]:
+        """One reviewer's reviews of several reports in one call (Treatment reviews Safety's
+        and Monitoring's): the instructions, the schema and the case sections are sent once.
+        The call's usage is on the first answer; a failed call falls back for each."""
+        if len(inps) == 1:
+            return [await self.review(inps[0])]
+        first = inps[0]
+        sections: dict[str, Any] = {}
+        for inp in inps:
+            sections.update(prompting.case_for(inp.reviewer, inp.case, reviewing=inp.target))
+        units = {
+            e.unit_id: e for inp in inps for e in prompting.concerning(inp.evidence, inp.report)
+        }
+        user = {
+            "reviewer": first.reviewer,
+            "case": sections,
+            **prompting.evidence_parts(list(units.values()), actions=False),
+            "reports": {inp.target: prompting.report_brief(inp.report) for inp in inps},
+            "round": first.round,
+        }
+        value, usage, fallback = await self._ask(first.reviewer, "reviewer", user, CrossReviews)
+        answers = []
+        for i, inp in enumerate(inps):
+            review = value.reviews.get(inp.target) if value is not None else None
+            spent = usage if i == 0 else None
+            if review is None:
+                why = fallback or fallback_text("UnexpectedReply")
+                answers.append(Answer((await self.fallback.review(inp)).value, spent, why))
+            else:
+                answers.append(self._answer(review, spent, fallback))
+        return answers
 
     async def synthesize(
         self, inp: SynthesisInput, consensus: Consensus, conflicts_text: str
@@ -296,6 +351,13 @@ class LLMProvider:
         return self._answer(synthesis, usage, fallback)
 
     async def vote(self, inp: VoteInput) -> Answer:
+        if not prompting.at_stake(inp):
+            # Lazy consensus: a member whose items the draft carries as proposed, who objected
+            # to nothing this round and whose domain rules see nothing to change is not polled
+            # (an objection by its rules, which vote_with_rules adds, still is).
+            rules = (await self.fallback.vote(inp)).value
+            if rules.agree:
+                return Answer(Vote(agree=True, advice=UNPOLLED_ADVICE), None, "", unpolled=True)
         user = {
             "role": inp.role,
             "round": inp.round,

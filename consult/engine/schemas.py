@@ -142,6 +142,13 @@ class CrossReview(_Model):
     )
 
 
+class CrossReviews(_Model):
+    """One reviewer's reviews of several members' reports, by the reviewed member's role (one
+    call for a reviewer with more than one report to review)."""
+
+    reviews: dict[str, CrossReview]
+
+
 class ResidualContext(_Model):
     """MDTeamGPT's compressed round summary; later rounds see only the last two."""
 

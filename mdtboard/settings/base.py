@@ -166,18 +166,22 @@ CACHES = {
 
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        # Redis pub/sub: a process subscribes once to each group one of its sockets is in and
+        # hands every message to its sockets itself. channels-redis's RedisChannelLayer stored
+        # one copy of a group message per socket and a server popped them one by one: 50
+        # watchers cost 50 Redis round trips and 50 decodes of each board event in Daphne.
+        # Pub/sub keeps nothing for a process that is not subscribed (a Redis restart loses
+        # what is sent meanwhile); the board never relies on the layer for that: a watcher
+        # that misses an event loads it from the database at the next one or on reconnect.
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
         "CONFIG": {
-            # channels-redis waits on Redis in blocking reads of 5 s (BZPOPMIN, brpop_timeout);
-            # redis-py's default socket timeout is 5 s too, so an idle WebSocket's read timed
-            # out with it and Daphne closed the socket (1011). The socket timeout must stay
-            # well above the blocking read; it still catches a Redis that hangs.
+            # A socket timeout well above any wait of the layer's; it still catches a Redis
+            # that hangs.
             "hosts": [{"address": redis_url(REDIS_DB_CHANNELS), "socket_timeout": 15}],
-            "prefix": "mdtboard",
-            # A burst of board events must not overflow a watcher's queue; one that does falls
-            # behind and then catches up from the saved events anyway.
-            "capacity": 1000,
-            "group_expiry": 3600,
+            # Pub/sub channels belong to the whole Redis server, not to one of its numbered
+            # databases: the number goes into the prefix, so the tests' layer (database 4),
+            # `make run`'s and the soak's stay apart as their databases kept them before.
+            "prefix": f"mdtboard{REDIS_DB_CHANNELS}.",
         },
     }
 }

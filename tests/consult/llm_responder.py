@@ -57,15 +57,21 @@ def _report(role: str, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def clinical_responder(
-    *, vote: Callable[[str, int], bool] | None = None, delay_s: float = 0.0
+    *,
+    vote: Callable[[str, int], bool] | None = None,
+    review: Callable[[str, int], bool] | None = None,
+    delay_s: float = 0.0,
 ) -> Callable[[StubRequest], StubReply]:
+    """Members that propose what applies; ``vote`` and ``review`` (role, round -> agree) make
+    a member object (a member who objected in review is the one polled on the draft)."""
+
     def respond(request: StubRequest) -> StubReply:
         schema = str((request.json_schema or {}).get("title", ""))
         if not schema:  # JSON mode: the schema's title is in the system prompt
             schema = next(
                 (
                     n
-                    for n in ("RoleReport", "CrossReview", "Synthesis", "Vote")
+                    for n in ("RoleReport", "CrossReviews", "CrossReview", "Synthesis", "Vote")
                     if f'"title": "{n}"' in request.system or f'"title":"{n}"' in request.system
                 ),
                 "RoleReport",
@@ -74,8 +80,11 @@ def clinical_responder(
         role = request.role
         if schema == "RoleReport":
             body: dict[str, Any] = _report(role, data)
-        elif schema == "CrossReview":
-            body = {"agree": True, "critique": "No objection."}
+        elif schema in ("CrossReview", "CrossReviews"):
+            agree = review(str(data.get("reviewer")), int(data.get("round", 1))) if review else True
+            body = {"agree": agree, "critique": "No objection." if agree else "Revise this."}
+            if schema == "CrossReviews":  # one reviewer, several reports
+                body = {"reviews": dict.fromkeys(data.get("reports") or {}, body)}
         elif schema == "Synthesis":
             body = {
                 "residual": {

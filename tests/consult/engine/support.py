@@ -15,7 +15,7 @@ from consult.bundle_retriever import BundleRetriever
 from consult.engine.deliberation import Deliberation, EngineConfig
 from consult.engine.protocols import Evidence, MemoryStore, Retriever, StepStore
 from consult.engine.providers import GuidelineProvider, LLMProvider
-from consult.engine.schemas import RoleReport, Synthesis
+from consult.engine.schemas import CrossReview, CrossReviews, RoleReport, Synthesis
 from tests.fixtures.seed import seed_bundle
 
 
@@ -61,7 +61,19 @@ class ScriptedLLM:
         # the answers are written for the message the schema's title names.
         title = schema.model_json_schema().get("title")
         message = {"RoleReport": RoleReport, "Synthesis": Synthesis}.get(str(title), schema)
-        reply = self.answer(role, message, json.loads(user))
+        payload = json.loads(user)
+        if schema is CrossReviews:
+            # One reviewer's reviews of several reports: the script answers each as a review.
+            reply: Any = {"reviews": {}}
+            for target, report in payload["reports"].items():
+                one = {**payload, "target": target, "report": report}
+                one.pop("reports")
+                answered = self.answer(role, CrossReview, one)
+                if isinstance(answered, Exception):
+                    raise answered
+                reply["reviews"][target] = answered
+        else:
+            reply = self.answer(role, message, payload)
         if isinstance(reply, Exception):
             raise reply
         if on_delta is not None:
@@ -88,8 +100,9 @@ def llm_answers(
     propose: dict[str, Any] | None = None,
 ) -> Any:
     """A board's LLM answers for ``ScriptedLLM``: every member reports citing the first unit
-    that applies (or ``cite``), cross-reviews agree, Safety votes no in the first
-    ``disagree_rounds`` rounds, and the roles in ``invalid_roles`` never answer validly."""
+    that applies (or ``cite``), cross-reviews agree, Safety reviews and votes no in the first
+    ``disagree_rounds`` rounds (an objection in review is what gets a member polled), and
+    the roles in ``invalid_roles`` never answer validly."""
     votes_seen: dict[int, int] = {}
 
     def answer(role: str, schema: type, user: dict[str, Any]) -> Any:
@@ -116,6 +129,8 @@ def llm_answers(
                 report["intent"] = "palliative"
             return report
         if name == "CrossReview":
+            if user["round"] <= disagree_rounds and user["reviewer"] == "safety":
+                return {"agree": False, "critique": "The safety of this proposal needs revision."}
             return {"agree": True, "critique": "No objection."}
         if name == "Synthesis":
             return {

@@ -240,6 +240,9 @@ def _insisting_responder(insists: list[dict[str, Any]]) -> Callable[[StubRequest
             }
         elif schema == "CrossReview":
             body = {"agree": True, "critique": "Looks right."}
+        elif schema == "CrossReviews":
+            review = {"agree": True, "critique": "Looks right."}
+            body = {"reviews": dict.fromkeys(data.get("reports") or {}, review)}
         elif schema == "Synthesis":
             body = {
                 "residual": {

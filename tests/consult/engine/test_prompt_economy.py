@@ -76,7 +76,7 @@ def test_a_public_case_deliberated_by_llm_costs_at_most_the_target_in_prompt_tok
 def test_each_member_reads_its_part_of_the_case_and_each_rule_once(
     retriever: BundleRetriever,
 ) -> None:
-    _, _, requests = _llm_run("pub-lymph-03", retriever)
+    _, _, requests = _llm_run("pub-breast-01", retriever)
     reports = {
         r.role: request_payload(r)
         for r in requests
@@ -132,3 +132,88 @@ def test_a_round_that_repeats_the_last_asks_the_llm_nothing_new(
     ]
     assert round_three
     assert sum(int(u.get("prompt_tokens") or 0) for u in round_three) == 0
+
+
+def test_a_member_reads_no_rule_about_a_drug_that_no_option_of_the_case_gives(
+    retriever: BundleRetriever,
+) -> None:
+    # given an early HCC whose options are resection, ablation, SBRT and TACE (no anticancer
+    # drug), deliberated by LLM members
+    plan, _, requests = _llm_run("pub-hcc-01", retriever)
+    reports = {
+        r.role: request_payload(r)
+        for r in requests
+        if (r.json_schema or {}).get("title") == "RoleReport"
+    }
+    read: set[str] = set()
+    for payload in reports.values():
+        read |= {e["unit_id"] for e in payload.get("evidence", [])}
+        read |= {u for group in payload.get("waiting_for_data", {}).values() for u in group}
+    # then no member reads the DPD, anthracycline, ribociclib or venetoclax rules
+    for unit in (
+        "common.ci.fluoropyrimidine-dpd",
+        "common.gate.anthracycline-baseline-echo",
+        "common.gate.ribociclib-qtc",
+        "common.gate.venetoclax-tls-assessment",
+    ):
+        assert unit not in read, unit
+    # and each still reads the steps it chooses between and the rules about the patient
+    assert {"hcc.tx.resection", "hcc.tx.ablation"} <= read
+    assert "hcc.gate.resection-frailty-age" in read
+    # and the safety gate still reports on the plan as the guideline engine's does
+    guideline = run_coroutine(
+        lambda: deliberation(
+            load_case(PUBLIC_CASES / "pub-hcc-01.json")[0],
+            retriever=retriever,
+            store=MemoryStore(),
+            provider=GuidelineProvider(),
+        ).run()
+    )
+    assert _gates(plan) == _gates(guideline)
+
+
+def test_a_member_with_nothing_at_stake_in_the_draft_is_not_polled_and_says_so(
+    retriever: BundleRetriever,
+) -> None:
+    # given a consultation in which Treatment's options are arranged into one pathway (its
+    # other primaries become ranked alternatives) and the other members' items are carried
+    _, store, requests = _llm_run("pub-hcc-01", retriever)
+    voters = [r.role for r in requests if (r.json_schema or {}).get("title") == "Vote"]
+    votes = {e.role: e.payload for e in store.events if e.kind == "vote" and e.round == 1}
+    # then every member of the panel has a vote on the board
+    assert len(votes) >= 5
+    # and Treatment, whose items the draft re-ranked, was asked
+    assert "treatment" in voters
+    assert votes["treatment"]["polled"] is True
+    # and the members who were not asked agree by rule, with no call and no token, and the
+    # board says why
+    unpolled = [role for role, v in votes.items() if not v["polled"]]
+    assert unpolled
+    assert not set(unpolled) & set(voters)
+    for role in unpolled:
+        assert votes[role]["vote"]["agree"] is True
+        assert votes[role]["usage"] is None
+        assert votes[role]["vote"]["advice"].startswith("Not polled")
+    # and one call per polled member was made, not one per member
+    assert len(voters) == len(votes) - len(unpolled)
+
+
+def test_a_member_reviewing_two_reports_is_asked_once_and_each_review_is_on_the_board(
+    retriever: BundleRetriever,
+) -> None:
+    # given a consultation in which Treatment reviews Safety's and Monitoring's reports
+    _, store, requests = _llm_run("pub-lung-01", retriever)
+    reviews = [r for r in requests if r.role == "treatment" and "review" in r.system.lower()]
+    # then Treatment is asked once, with both reports
+    [asked] = [r for r in reviews if (r.json_schema or {}).get("title") == "CrossReviews"]
+    assert set(request_payload(asked)["reports"]) == {"safety", "monitoring"}
+    # and each review is its own record on the board, the call's tokens counted once
+    critiques = [
+        e.payload
+        for e in store.events
+        if e.kind == "critique" and e.round == 1 and e.payload["reviewer"] == "treatment"
+    ]
+    assert sorted(c["target"] for c in critiques) == ["monitoring", "safety"]
+    counted = [c for c in critiques if c["usage"]]
+    assert len(counted) == 1
+    assert counted[0]["usage"]["prompt_tokens"] == asked.prompt_tokens

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from typing import Any
 
 import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.urls import reverse
 
+from consult.broadcasts import consultation_group
 from consult.models import ConsultationEvent
 from consult.services.consultations import consultation_run, consultation_start
 from mdtboard.asgi import application
@@ -52,10 +57,11 @@ async def test_resume_after_n_sends_exactly_the_later_events_in_order(
     communicator, (connected, _) = await _connect(colleague, finished.pk)
     assert connected
     await communicator.send_json_to({"type": "resume", "after": after})
-    seen = []
-    for _ in range(total - after):
+    # (a catch-up joins consecutive events' fragments in one message, each with its number)
+    seen: list[int] = []
+    while len(seen) < total - after:
         message = await communicator.receive_from(timeout=10)
-        seen.append(int(SEQ.search(message).group(1)))
+        seen.extend(int(seq) for seq in SEQ.findall(message))
     assert seen == list(range(after + 1, total + 1))
     assert await communicator.receive_nothing(timeout=0.3)
     await communicator.disconnect()
@@ -243,6 +249,31 @@ async def test_board_socket_refuses_the_next_resume_of_a_clinician_removed_from_
     assert await AuditEvent.objects.filter(
         action="ws.subscribe_denied", object_id=str(queued.pk)
     ).aexists()
+    await communicator.disconnect()
+
+
+async def test_board_socket_relays_live_events_while_the_database_thread_is_busy(
+    queued: Any, colleague: Any
+) -> None:
+    # given a watcher whose board has caught up (nothing has happened yet)
+    communicator, (connected, _) = await _connect(colleague, queued.pk)
+    assert connected
+    await communicator.send_json_to({"type": "resume", "after": 0})
+    assert await communicator.receive_nothing(timeout=0.3)
+    # when the one thread channels runs every socket's database calls on is busy for 3 s (as
+    # when 50 sockets connect at once after a Redis restart)
+    busy = asyncio.ensure_future(database_sync_to_async(time.sleep)(3.0))
+    await asyncio.sleep(0.1)
+    # and the broadcaster sends the next event
+    fragment = '<div id="board-seq" data-seq="1" hx-swap-oob="true"></div>'
+    await get_channel_layer().group_send(
+        consultation_group(queued.pk),
+        {"type": "board.event", "consultation": queued.pk, "seq": 1, "html": fragment},
+    )
+    # then the watcher has it at once, not once the database thread is free
+    assert await communicator.receive_from(timeout=2) == fragment
+    assert not busy.done()
+    await busy
     await communicator.disconnect()
 
 

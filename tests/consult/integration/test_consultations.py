@@ -129,12 +129,13 @@ def test_llm_consultation_runs_the_protocol_against_the_stub_over_http(
     clinician: Any, team: Any, llm_env: Any
 ) -> None:
     load_seed()
-    # given the safety member disagrees in round 1
+    # given the safety member disagrees in round 1, in its review and on the draft
     from tests.consult.llm_responder import clinical_responder
 
-    llm_env.switch.responder = clinical_responder(
-        vote=lambda role, r: not (role == "safety" and r == 1)
-    )
+    def agrees(role: str, r: int) -> bool:
+        return not (role == "safety" and r == 1)
+
+    llm_env.switch.responder = clinical_responder(vote=agrees, review=agrees)
     dossier = submitted(clinician, team, "pub-lung-01.json")
     consultation = consultation_start(actor=clinician, dossier=dossier, engine="llm", enqueue=False)
     assert consultation_run(consultation_id=consultation.pk) == "completed"
@@ -203,7 +204,7 @@ def _on_cross_review(react: Any, answer: Any) -> Any:
 
     def respond(request: Any) -> Any:
         schema = (request.json_schema or {}).get("title")
-        if schema == "CrossReview" or '"title": "CrossReview"' in request.system:
+        if schema in ("CrossReview", "CrossReviews") or '"title": "CrossReview' in request.system:
             from django.db import connection
 
             try:
