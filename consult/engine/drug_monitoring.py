@@ -63,7 +63,7 @@ def _step_gives(entry: str, step: lexicon.Given, text: str) -> bool:
     parts = [p.strip() for p in entry.split(" + ")] if " + " in entry else [entry.strip()]
     for part in parts:
         if lexicon.resolve(part) is not None:
-            if not _pathway_gives(part, [step]):
+            if not gives_agent(part, [step]):
                 return False
         elif not lexicon.written(part, text):
             return False
