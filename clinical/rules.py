@@ -143,7 +143,14 @@ class TherapyAction(_Strict):
     patient compete, and one of them becomes the recommended pathway (the others ranked
     alternatives). An *adjunct* goes with whatever pathway is chosen (antiviral prophylaxis,
     bone-modifying agent, fertility counselling), or only with a pathway that contains one of
-    ``with_modalities`` (adjuvant therapy after surgery).
+    ``with_modalities`` (adjuvant therapy after surgery), or only with a pathway whose primary
+    steps give one of ``with_agents`` (antiemetics for emetogenic chemotherapy, G-CSF for a
+    regimen with a high febrile-neutropenia risk): a drug or class name the lexicon knows, a
+    combination "a + b" that one step gives whole (an anthracycline with cyclophosphamide), or
+    words the lexicon does not know, matched as written ("dose-dense").
+    ``care_class``: the supportive care an adjunct is one level of ("antiemetic"): a pathway
+    takes one adjunct of a class, the one of best ``preference`` (the highest emetic risk its
+    drugs reach), never two side by side.
     ``preference``: the guideline's order among options that apply to the same patient
     (1 = preferred); ties go to the stronger grade. ``when``: in words, when this option is
     chosen instead of the preferred one. ``declined_if``: preference topics that take the
@@ -177,11 +184,20 @@ class TherapyAction(_Strict):
     # involves, shown when the plan abstains (consult/engine/abstention.py).
     board_decides: tuple[Annotated[str, Field(min_length=3, max_length=300)], ...] = ()
     specialists: tuple[Annotated[str, Field(min_length=3, max_length=120)], ...] = ()
+    # Left out of the content when unset, so that adding them changed no existing unit's hash.
+    with_agents: tuple[Annotated[str, Field(min_length=2, max_length=120)], ...] = Field(
+        default=(), exclude_if=lambda v: not v
+    )
+    care_class: Annotated[str, Field(pattern=r"^[a-z0-9_]*$", max_length=40)] = Field(
+        default="", exclude_if=lambda v: not v
+    )
 
     @model_validator(mode="after")
     def _with_modalities_for_adjuncts(self) -> TherapyAction:
         if self.with_modalities and self.role != "adjunct":
             raise ValueError("with_modalities is for adjuncts (role: adjunct)")
+        if (self.with_agents or self.care_class) and self.role != "adjunct":
+            raise ValueError("with_agents and care_class are for adjuncts (role: adjunct)")
         return self
 
     @model_validator(mode="after")

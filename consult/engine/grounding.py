@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from clinical import lexicon
+from clinical.vocab import ComponentRole
+from consult.engine.drug_monitoring import gives_any
 from consult.engine.matching import REFERENCE_MODALITIES, given
 from consult.engine.protocols import Evidence
 from consult.engine.schemas import ProposedComponent, RoleReport
@@ -38,6 +40,20 @@ def supports(unit: Evidence, component: ProposedComponent) -> bool:
     return action.get("type") != "safety"
 
 
+def _joins_as_its_unit_says(component: ProposedComponent, cited: Sequence[Evidence]) -> None:
+    """Care that follows the drugs (a unit with ``with_agents``: antiemetics, G-CSF) joins a
+    pathway as its unit says, whoever proposed it: an adjunct of the drugs it names, one per
+    care class, never an option that could lead the pathway."""
+    for unit in cited:
+        action = unit.action
+        if action.get("type") == "therapy" and action.get("with_agents"):
+            component.adjunct = True
+            component.with_agents = [str(a) for a in action["with_agents"]]
+            component.care_class = str(action.get("care_class") or "")
+            component.preference = int(action.get("preference") or component.preference)
+            return
+
+
 def ground_report(
     report: RoleReport, evidence: Sequence[Evidence]
 ) -> tuple[RoleReport, list[dict[str, Any]]]:
@@ -61,6 +77,17 @@ def ground_report(
         if bad or not component.evidence:
             ungrounded.append({"component": component.description, "cited": bad})
             component.evidence = [ref for ref in component.evidence if ref not in bad]
+        _joins_as_its_unit_says(component, [units[ref] for ref in component.evidence])
+    # Care for drugs the report gives nowhere (antiemetics beside an endocrine therapy) could
+    # join none of its pathways: it is left out, not carried through the reviews.
+    treatments = [
+        c.model_copy(update={"role": ComponentRole.PRIMARY})
+        for c in grounded.components
+        if not c.with_agents
+    ]
+    grounded.components = [
+        c for c in grounded.components if not c.with_agents or gives_any(c.with_agents, treatments)
+    ]
     for constraint in grounded.constraints:
         constraint.evidence = [ref for ref in constraint.evidence if ref in allowed]
     for proposal in grounded.monitoring:

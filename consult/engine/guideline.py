@@ -237,6 +237,8 @@ def component_from_unit(
         adjunct=step.role == "adjunct",
         preference=step.preference,
         with_modalities=list(step.with_modalities),
+        with_agents=list(step.with_agents),
+        care_class=step.care_class,
         declined_if=list(step.declined_if),
         interchangeable=[list(group) for group in step.interchangeable],
         dose_adjustments=list(step.dose_adjustments),

@@ -22,7 +22,9 @@ MAX_NOT_ADVISED = 4
 # A step more than two conditions away from applying is another patient's option.
 MAX_DISTANCE = 2
 # Facts that say which disease, line and setting a step is written for: a step that fails on
-# one of them answers another case's question, not this one's.
+# one of them answers another case's question, not this one's. The operations on record are a
+# setting too: surveillance after a resection never applied to a patient whose tumour is still
+# in place, and is no option ruled out for them.
 SCOPE_FACTS = frozenset(
     {
         "cancer_type",
@@ -32,6 +34,9 @@ SCOPE_FACTS = frozenset(
         "derived.line",
         "diagnosis.setting",
         "derived.prior_regimens",
+        "derived.primary_operation_done",
+        "derived.breast_surgery_done",
+        "derived.operations_done",
     }
 )
 _OPS = {"lt": "<", "le": "≤", "gt": ">", "ge": "≥"}

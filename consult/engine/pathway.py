@@ -17,6 +17,7 @@ from clinical import lexicon
 from clinical.plan import RejectedOption
 from clinical.rules import LAST_RESORT
 from clinical.vocab import ComponentRole, Modality
+from consult.engine.drug_monitoring import entries_given
 from consult.engine.schemas import ProposedComponent
 from consult.engine.sequence import in_sequence
 
@@ -161,6 +162,41 @@ def modalities_done(facts: Mapping[str, object]) -> dict[str, str]:
     return done
 
 
+def _drug_care(
+    adjuncts: Sequence[ProposedComponent],
+    pathway: Sequence[ProposedComponent],
+    declines: Collection[str],
+    rejected: list[RejectedOption],
+) -> list[ProposedComponent]:
+    """The adjuncts that go with the drugs the pathway gives (``with_agents``: antiemetics for
+    emetogenic chemotherapy, G-CSF for a regimen of high febrile-neutropenia risk), one per
+    ``care_class``: the best preference (the highest emetic risk reached), never two levels
+    side by side. Nothing joins a pathway that gives none of the drugs."""
+    modalities = {c.modality for c in pathway}
+    triggered = [
+        (a, given)
+        for a in adjuncts
+        if a.with_agents
+        and (given := entries_given(a.with_agents, pathway))
+        and (not a.with_modalities or modalities & set(a.with_modalities))
+    ]
+    joined: list[ProposedComponent] = []
+    classes: set[str] = set()
+    for adjunct, given in sorted(triggered, key=lambda t: t[0].preference):
+        if adjunct.care_class and adjunct.care_class in classes:
+            continue
+        classes.add(adjunct.care_class)
+        if _declined(adjunct, declines):
+            rejected.append(_declined_option(adjunct, declines))
+            continue
+        adjunct.role, adjunct.rank, adjunct.when = ComponentRole.PRIMARY, None, ""
+        # why it is there: the drugs of the pathway it follows, then the patient's facts
+        reason = f"pathway gives: {', '.join(given)} \u2713"
+        adjunct.rationale = [reason, *(r for r in adjunct.rationale if r != reason)]
+        joined.append(adjunct)
+    return joined
+
+
 def arrange(
     components: Sequence[ProposedComponent],
     *,
@@ -240,7 +276,8 @@ def arrange(
     # An adjunct joins when the pathway has a step of a modality it follows: the chosen option
     # or an adjunct already in it (surgery after neoadjuvant therapy, then adjuvant endocrine
     # therapy after that surgery), so adjuncts are taken in as long as one more follows.
-    waiting = list(adjuncts)
+    # Care that follows the drugs (antiemetics, G-CSF) is decided once the rest has joined.
+    waiting = [a for a in adjuncts if not a.with_agents]
     joined = True
     while joined:
         joined = False
@@ -259,6 +296,7 @@ def arrange(
             adjunct.role, adjunct.rank, adjunct.when = ComponentRole.PRIMARY, None, ""
             pathway.append(adjunct)
             present.add(adjunct.modality)
+    pathway += _drug_care(adjuncts, pathway, declines, rejected)
     # An option the patient declines is not recommended to them: it is ruled out with their
     # decision as the reason (the summary says so), to be offered again if they reconsider.
     rejected += [_declined_option(c, declines) for c in ranked if _declined(c, declines)]

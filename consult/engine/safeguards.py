@@ -106,6 +106,16 @@ def gate_with_fallback(
         "ruled_out": ruled_out,
         "labels": labels,
     }
+    # Care that follows the drugs (antiemetics, G-CSF) is chosen by the gate's own arrangement,
+    # from the drugs the rules leave: every such adjunct of the knowledge base is offered to it,
+    # not only the level the draft kept (cisplatin withdrawn for the kidneys leaves carboplatin,
+    # which takes the moderate level, not none).
+    care = [c for c in options() if c.with_agents]
+    components = [_as_care(c, care) for c in components]
+    present = {c.description for c in components}
+    components += [
+        c for c in care if c.description not in present and c.description not in withdrawn
+    ]
     outcome = safety_gate(components, units, **kwargs)
     if outcome.safe_pathway:
         return outcome, []
@@ -141,8 +151,34 @@ def gate_with_fallback(
     return second, used
 
 
+def _as_care(component: ProposedComponent, care: Sequence[ProposedComponent]) -> ProposedComponent:
+    """An item citing a unit of care that follows the drugs (a Coordinator's own wording of
+    it) joins as that unit says: an adjunct of the drugs it names."""
+    if component.with_agents:
+        return component
+    unit = next((c for c in care if set(c.evidence) & set(component.evidence)), None)
+    if unit is None:
+        return component
+    return component.model_copy(
+        update={
+            "adjunct": True,
+            "with_agents": list(unit.with_agents),
+            "care_class": unit.care_class,
+            "preference": unit.preference,
+        }
+    )
+
+
 def guideline_options(evidence: Sequence[Evidence], **role_input: Any) -> list[ProposedComponent]:
     """The guideline engine's arrangement of the applicable therapy steps (its Treatment
-    role's proposal), for the fallback."""
+    role's proposal), for the fallback and the care that follows the drugs."""
     report = guideline.treatment(RoleInput(role="treatment", evidence=evidence, **role_input))
-    return list(report.components)
+    # and every adjunct that follows drugs (``with_agents``), joined or not: the gate decides
+    # which goes with the pathway it leaves
+    listed = {c.description for c in report.components}
+    care = [
+        c
+        for c in guideline.adjuncts_applying(evidence, role_input.get("labels") or {})
+        if c.with_agents and c.description not in listed
+    ]
+    return [*report.components, *care]

@@ -5,6 +5,7 @@ the clinical core's (``clinical.plan``)."""
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from clinical.plan import RejectedOption
 from clinical.vocab import ComponentRole, Intent, Modality, Phase, ResponseAnchor, Severity
@@ -60,6 +61,12 @@ class ProposedComponent(_Model):
         default_factory=list,
         description="For adjuncts that only follow some pathways (adjuvant after surgery).",
     )
+    # Set from a knowledge-base unit, never by a member: not in the schema the LLM is sent.
+    # For adjuncts that go only with a pathway giving one of these drugs (antiemetics with
+    # emetogenic chemotherapy), and the supportive care an adjunct is one level of: one per
+    # pathway, the best preference (clinical/rules.py TherapyAction).
+    with_agents: SkipJsonSchema[list[str]] = Field(default_factory=list)
+    care_class: SkipJsonSchema[str] = ""
     declined_if: list[str] = Field(
         default_factory=list,
         description="Preference topics that take this option out of the pathway if declined.",

@@ -13,6 +13,7 @@ from clinical.plan import PlanComponent, RejectedOption
 from consult.bundle_retriever import BundleRetriever
 from consult.engine.options import condition_words, not_advised
 from consult.engine.protocols import Evidence
+from tests.consult.engine.offline_plans import offline_plan
 from tests.consult.engine.support import deliberation, seed_bundle
 from tests.paths import PUBLIC_CASES
 
@@ -91,6 +92,31 @@ def test_options_leaves_out_options_of_another_disease_line_or_setting() -> None
     )  # fmt: skip
     # then neither is part of this board's question
     assert not_advised([second_line, other_histology], [], known={}, labels=LABELS) == []
+
+
+def test_options_leaves_out_an_option_for_after_an_operation_not_done() -> None:
+    # given surveillance after resection, for a patient with no operation of the tumour on
+    # record, and TACE ruled out by the stage
+    surveillance = _unit(
+        "hcc.surv", "surveillance after resection",
+        (("derived.primary_operation_done", "eq", "liver_resection", "none_recorded", "all"),),
+        modality="surveillance",
+    )  # fmt: skip
+    tace = _unit("t.1", "chemoembolisation", (("derived.bclc", "eq", "B", "C", "all"),))
+    rejected = not_advised([surveillance, tace], [], known={}, labels=LABELS)
+    # then only TACE is named: surveillance after a resection never applied to this patient,
+    # and no reason reads "Primary operation done none recorded"
+    assert [r.option for r in rejected] == ["Chemoembolisation"]
+
+
+@pytest.mark.parametrize("name", ["pub-hcc-01", "pub-hcc-03"])
+def test_options_hcc_plans_do_not_rule_out_surveillance_after_a_resection_not_done(
+    name: str,
+) -> None:
+    plan = offline_plan(PUBLIC_CASES / f"{name}.json")
+    listed = [f"{r['option']}: {r['reason']}" for r in plan["rejected_options"]]
+    assert listed, "the MDT options that do not apply are still named"
+    assert not any("after resection" in r or "none recorded" in r for r in listed), listed
 
 
 def test_options_does_not_name_an_option_the_plan_holds_or_already_rules_out() -> None:
