@@ -56,7 +56,7 @@ def gives_agent(agent: str, given: Sequence[lexicon.Given]) -> bool:
     )
 
 
-def _step_gives(entry: str, step: lexicon.Given, text: str) -> bool:
+def step_gives(entry: str, step: lexicon.Given, text: str) -> bool:
     """Whether one step gives ``entry``: a drug or class, "a + b" (all of them, in this one
     step: an anthracycline with cyclophosphamide), or words the lexicon does not know
     ("dose-dense"), matched as written in the step's description."""
@@ -81,7 +81,7 @@ def entries_given(entries: Iterable[str], steps: Sequence[_Step]) -> list[str]:
     return [
         entry
         for entry in entries
-        if any(_step_gives(entry, given, step.description) for step, given in treating)
+        if any(step_gives(entry, given, step.description) for step, given in treating)
     ]
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from clinical import lexicon
 from clinical.vocab import CORE_ROLES
-from consult.engine.drug_monitoring import gives_agent
+from consult.engine.drug_monitoring import gives_agent, step_gives
 from consult.engine.protocols import Evidence
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
@@ -196,22 +196,33 @@ def bearing(evidence: Sequence[Evidence], therapies: Sequence[Evidence]) -> list
     """The units of ``evidence`` that can bear on this board's choice: a rule or a
     drug-specific interval about drugs (or modalities) only when one of ``therapies`` - the
     steps any member may propose - gives one of them. Twenty rules about anthracyclines,
-    ribociclib or venetoclax say nothing to a board choosing between resection and ablation;
-    the safety gate checks every rule against the plan whatever the prompts carried. A rule
-    about the patient (no drug named), a name the lexicon does not know, and every other unit
-    stay. No ``therapies``: everything stays."""
+    ribociclib or venetoclax say nothing to a board choosing between resection and ablation,
+    nor an antiemetic level for drugs no option gives; the safety gate checks every rule
+    against the plan whatever the prompts carried. A rule about the patient (no drug named), a
+    name the lexicon does not know, and every other unit stay. No ``therapies``: everything
+    stays."""
     if not therapies:
         return list(evidence)
-    given = [
-        lexicon.given(t.action.get("agents") or (), str(t.action.get("description") or ""))
-        for t in therapies
+    # Care that follows the drugs (an antiemetic level, G-CSF: ``with_agents``) triggers
+    # nothing itself: the treatments do.
+    treating = [t for t in therapies if not t.action.get("with_agents")]
+    described = [
+        (
+            lexicon.given(t.action.get("agents") or (), str(t.action.get("description") or "")),
+            str(t.action.get("description") or ""),
+        )
+        for t in treating
     ]
-    modalities = {str(t.action.get("modality")) for t in therapies}
+    given = [g for g, _ in described]
+    modalities = {str(t.action.get("modality")) for t in treating}
 
     def bears(e: Evidence) -> bool:
         action = e.action
         agents = [str(a) for a in action.get("agents") or ()]
         named = [str(m) for m in action.get("modalities") or ()]
+        triggers = [str(a) for a in action.get("with_agents") or ()]
+        if action.get("type") == "therapy" and triggers:
+            return any(step_gives(a, g, text) for a in triggers for g, text in described)
         if action.get("type") not in ("safety", "surveillance") or not (agents or named):
             return True
         return any(m in modalities for m in named) or any(

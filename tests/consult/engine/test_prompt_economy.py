@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from clinical.plan import Plan
 from consult.engine.aio import run_coroutine
 from consult.engine.protocols import MemoryStore
@@ -17,11 +19,23 @@ from tests.consult.llm_responder import clinical_responder, request_payload
 from tests.llm_stub import StubLLM, StubRequest
 from tests.paths import PUBLIC_CASES
 
-# Issue 27's target is 12,000 prompt tokens per consultation of a public case; no case meets it
-# yet once the supportive-care units joined the plans (pub-lymph-03: 11,823 before them, 12,945
-# after; README, benchmarks). This ceiling guards against a regression of the cuts already made
-# (the prompts before them: 14,328), not the target.
-TARGET_PROMPT_TOKENS = 13_500
+# Issue 27's target: 12,000 prompt tokens per consultation of a public case. Eight of the
+# twelve meet it (README, benchmarks: 8,172-11,947); pub-breast-01, pub-hcc-01, pub-hcc-03 and
+# pub-lung-01 do not yet (13,714-18,895). The test holds the eight to the target.
+TARGET_PROMPT_TOKENS = 12_000
+WITHIN_TARGET = (
+    "pub-breast-02",
+    "pub-breast-03",
+    "pub-hcc-02",
+    "pub-lung-02",
+    "pub-lung-03",
+    "pub-lymph-01",
+    "pub-lymph-02",
+    "pub-lymph-03",
+)
+# The test server's members propose every therapy unit that applies; on these two breast cases
+# the board then reaches other gate outcomes than the guideline engine (README, benchmarks).
+GATES_DIFFER = frozenset({"pub-breast-01", "pub-breast-03"})
 
 
 def _llm_run(name: str, retriever: BundleRetriever) -> tuple[Plan, MemoryStore, list[StubRequest]]:
@@ -44,11 +58,12 @@ def _gates(plan: Plan) -> list[tuple[str, str]]:
     return sorted((g.gate, g.status) for g in plan.safety.gates)
 
 
+@pytest.mark.parametrize("name", WITHIN_TARGET)
 def test_a_public_case_deliberated_by_llm_costs_at_most_the_target_in_prompt_tokens(
-    retriever: BundleRetriever,
+    retriever: BundleRetriever, name: str
 ) -> None:
     # given a public case deliberated by LLM members against the test server
-    plan, store, requests = _llm_run("pub-lymph-03", retriever)
+    plan, store, requests = _llm_run(name, retriever)
     spent = sum(r.prompt_tokens for r in requests)
     # then the whole consultation stays under the ceiling the cuts reached
     assert 0 < spent <= TARGET_PROMPT_TOKENS, spent
@@ -58,16 +73,18 @@ def test_a_public_case_deliberated_by_llm_costs_at_most_the_target_in_prompt_tok
     )
     assert recorded == spent
     # and the LLM board reaches the guideline engine's gate outcomes, no turn handed back
+    assert not [e for e in store.events if e.payload.get("fallback")]
+    if name in GATES_DIFFER:
+        return
     guideline = run_coroutine(
         lambda: deliberation(
-            load_case(PUBLIC_CASES / "pub-lymph-03.json")[0],
+            load_case(PUBLIC_CASES / f"{name}.json")[0],
             retriever=retriever,
             store=MemoryStore(),
             provider=GuidelineProvider(),
         ).run()
     )
     assert _gates(plan) == _gates(guideline)
-    assert not [e for e in store.events if e.payload.get("fallback")]
 
 
 def test_each_member_reads_its_part_of_the_case_and_each_rule_once(
