@@ -36,3 +36,22 @@ def test_make_run_renders_pdfs_on_a_worker_that_runs_no_consultation() -> None:
     # and the two workers answer pings under different names
     assert "--hostname" in report_worker_argv()
     assert "--hostname" not in worker_argv(2)
+
+
+def test_the_compose_file_splits_the_workers_as_make_run_does() -> None:
+    from pathlib import Path
+
+    import yaml
+
+    compose = Path(__file__).resolve().parents[3] / "docker" / "compose.yaml"
+    services = yaml.safe_load(compose.read_text(encoding="utf-8"))["services"]
+
+    def consumed(command: list[str]) -> set[str]:
+        return set(command[command.index("--queues") + 1].split(","))
+
+    worker = consumed(services["worker"]["command"])
+    reports = consumed(services["report-worker"]["command"])
+    assert worker == _consumed(worker_argv(2))
+    assert reports == _consumed(report_worker_argv())
+    assert worker | reports == set(app.amqp.queues)
+    assert "--hostname" in services["report-worker"]["command"]
