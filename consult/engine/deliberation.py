@@ -9,6 +9,7 @@ run concurrently. Limits: rounds (default 3, hard cap 5), wall clock, and the LL
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -219,6 +220,8 @@ class Deliberation:
         self.clock = clock
         self.deadline = clock() + self.config.wall_clock_s
         self.cancer = str(case.get("cancer_type") or "other")
+        # The decisive facts, computed beside the rounds (they depend on the case alone).
+        self._decisive: asyncio.Future[tuple[list[Any], int]] | None = None
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -265,8 +268,10 @@ class Deliberation:
         """The knowledge base's interaction rules that fire on the patient's current
         medications (a rule about a drug class the patient takes: warfarin, a strong CYP3A4
         inhibitor), by title: what invites the Pharmacy seat."""
-        request = EvidenceRequest("pharmacy", self._query("pharmacy"), ROLE_KINDS["pharmacy"])
-        found = (await self._fetch([request]))["pharmacy"]
+        # Every interaction rule judged against the patient, no ranked search (no query to
+        # embed before the panel is known).
+        request = EvidenceRequest("triage_interactions", "", ROLE_KINDS["pharmacy"], True)
+        found = (await self._fetch([request]))["triage_interactions"]
         return sorted(
             {
                 e.title
@@ -819,9 +824,15 @@ class Deliberation:
 
     async def _with_decisive_facts(self, plan: Plan) -> Plan:
         """The plan with the facts that would change its pathway (the choice re-run over every
-        therapy step and safety rule of the cancer, retrieved once, for each variation)."""
+        therapy step and safety rule of the cancer, retrieved once, for each variation). They
+        depend on the case alone: computed while the members deliberate (``_protocol``)."""
         if not self.config.decisive_facts:
             return plan
+        task = self._decisive or asyncio.ensure_future(self._decisive_facts())
+        facts, tried = await task
+        return plan.model_copy(update={"decisive_facts": facts, "variations_tried": tried})
+
+    async def _decisive_facts(self) -> tuple[list[Any], int]:
         found = await self._fetch(
             [
                 EvidenceRequest("decisive_therapy", "", ("therapy_step",), True),
@@ -829,14 +840,13 @@ class Deliberation:
             ]
         )
         units = [*found["decisive_therapy"].applicable, *found["decisive_safety"].applicable]
-        facts, tried = await asyncio.to_thread(
+        return await asyncio.to_thread(
             decisive_facts,
             case=self.state.case,
             facts=self.state.facts,
             units=units,
             labels=self.labels,
         )
-        return plan.model_copy(update={"decisive_facts": facts, "variations_tried": tried})
 
     async def _gate_units(self, retrieved: Sequence[Evidence]) -> list[Evidence]:
         """Every safety rule of the knowledge base for this cancer, whether it applies or not,
@@ -1056,6 +1066,18 @@ class Deliberation:
         assert self.state.triage is not None  # noqa: S101
         panel = self.state.triage.panel
         await self._retrieve_panel(panel)
+        if self.config.decisive_facts and await self.store.load(Step(StepKind.PLAN)) is None:
+            # Off the critical path: the variations run while the LLM members are awaited.
+            self._decisive = asyncio.ensure_future(self._decisive_facts())
+        try:
+            return await self._deliberate(panel)
+        finally:
+            if self._decisive is not None and not self._decisive.done():
+                self._decisive.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await self._decisive
+
+    async def _deliberate(self, panel: Sequence[str]) -> Plan:
         weights = with_offsets(
             case_weights(
                 self.state.facts, self.state.staging, self.state.evidence.get("safety", []), panel
