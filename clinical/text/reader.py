@@ -330,7 +330,8 @@ def _prune(spans: Sequence[Any], d: Dictionary) -> list[Any]:
 # "No bleeding from varices", "never bled from the ulcer": the negation is of the event, and
 # the finding it names is its object - neither present nor ruled out by that sentence.
 _EVENT_OBJECT: Final = re.compile(
-    r"\b(?:bleed\w*|bled|ha?emorrhag\w*|rupture\w*)\s+(?:from|of)\s+(?:the\s+|an?\s+|his\s+|her\s+)?$",
+    r"\b(?:bleed\w{0,8}|bled|ha?emorrhag\w{0,8}|ruptur\w{0,8})\s{1,4}(?:from|of)\s{1,4}"
+    r"(?:the\s+|an?\s+|his\s+|her\s+)?$",
     re.IGNORECASE,
 )
 
@@ -338,7 +339,9 @@ _EVENT_OBJECT: Final = re.compile(
 def _object_of_event(mention: Mention) -> bool:
     """Whether the mention is the object of an event the sentence names ("bleeding from
     [varices]"), so that a negation there denies the event, not the finding."""
-    return bool(_EVENT_OBJECT.search(mention.sentence[: mention.start]))
+    # The words just before the mention (bounded, so that a sentence of many mentions is read
+    # in linear time): "haemorrhage from the " is under 40 characters.
+    return bool(_EVENT_OBJECT.search(mention.sentence[max(0, mention.start - 64) : mention.start]))
 
 
 def _facts_of(concept: Concept, assertion: str, mention: Mention) -> Facts:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from clinical.calculators.medications import POLYPHARMACY_COUNT
+from clinical.calculators.medications import MEDICATION_FACTS, POLYPHARMACY_COUNT
 from clinical.plan import RejectedOption
 from clinical.rules import TherapyAction
 from clinical.vocab import (
@@ -194,21 +194,17 @@ def _display(value: object) -> str:
 # Facts whose values name drugs, regimens or treatments: the rationale names the fact, not the
 # values, so that a plan item never reads as recommending what the patient took, must avoid or
 # declined (the dossier and the summary say which).
-_DRUG_LISTS = (
-    "derived.prior_regimens",
-    "derived.progressed_on",
-    "derived.intolerant_of",
-    "derived.declines",
-    "derived.wants",
-    "patient.preferences",
-    "derived.strong_cyp3a4_inhibitors",
-    "derived.strong_cyp3a4_inducers",
-    "derived.qt_prolonging_drugs",
-    "derived.anticoagulants",
-    "derived.antiplatelets",
-    "derived.cyp2d6_inhibitors",
-    "patient.medications",
-    "diagnosis.prior_therapies",
+_DRUG_LISTS = frozenset(
+    {
+        "derived.prior_regimens",
+        "derived.progressed_on",
+        "derived.intolerant_of",
+        "derived.declines",
+        "derived.wants",
+        "patient.preferences",
+        "diagnosis.prior_therapies",
+        *MEDICATION_FACTS,  # the medication list and each interacting class read from it
+    }
 )
 
 

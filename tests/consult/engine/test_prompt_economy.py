@@ -58,6 +58,19 @@ def _gates(plan: Plan) -> list[tuple[str, str]]:
     return sorted((g.gate, g.status) for g in plan.safety.gates)
 
 
+def _guideline_gates(name: str, retriever: BundleRetriever) -> list[tuple[str, str]]:
+    """The gate outcomes of the guideline engine's plan of the same public case."""
+    plan = run_coroutine(
+        lambda: deliberation(
+            load_case(PUBLIC_CASES / f"{name}.json")[0],
+            retriever=retriever,
+            store=MemoryStore(),
+            provider=GuidelineProvider(),
+        ).run()
+    )
+    return _gates(plan)
+
+
 @pytest.mark.parametrize("name", WITHIN_TARGET)
 def test_a_public_case_deliberated_by_llm_costs_at_most_the_target_in_prompt_tokens(
     retriever: BundleRetriever, name: str
@@ -76,15 +89,7 @@ def test_a_public_case_deliberated_by_llm_costs_at_most_the_target_in_prompt_tok
     assert not [e for e in store.events if e.payload.get("fallback")]
     if name in GATES_DIFFER:
         return
-    guideline = run_coroutine(
-        lambda: deliberation(
-            load_case(PUBLIC_CASES / f"{name}.json")[0],
-            retriever=retriever,
-            store=MemoryStore(),
-            provider=GuidelineProvider(),
-        ).run()
-    )
-    assert _gates(plan) == _gates(guideline)
+    assert _gates(plan) == _guideline_gates(name, retriever)
 
 
 def test_each_member_reads_its_part_of_the_case_and_each_rule_once(
@@ -175,15 +180,7 @@ def test_a_member_reads_no_rule_about_a_drug_that_no_option_of_the_case_gives(
     assert {"hcc.tx.resection", "hcc.tx.ablation"} <= read
     assert "hcc.gate.resection-frailty-age" in read
     # and the safety gate still reports on the plan as the guideline engine's does
-    guideline = run_coroutine(
-        lambda: deliberation(
-            load_case(PUBLIC_CASES / "pub-hcc-01.json")[0],
-            retriever=retriever,
-            store=MemoryStore(),
-            provider=GuidelineProvider(),
-        ).run()
-    )
-    assert _gates(plan) == _gates(guideline)
+    assert _gates(plan) == _guideline_gates("pub-hcc-01", retriever)
 
 
 def test_a_member_with_nothing_at_stake_in_the_draft_is_not_polled_and_says_so(
