@@ -323,7 +323,7 @@ def test_a_draft_puts_first_an_option_that_waits_for_no_precondition(
 ) -> None:
     # given an HCC whose preferred regimen must wait for its large varices to be treated,
     # deliberated by LLM members
-    plan, store, requests = _llm_run("pub-hcc-03", retriever)
+    plan, store, _ = _llm_run("pub-hcc-03", retriever)
     [draft] = [e.payload for e in store.events if e.kind == "draft"]
     # then the round's draft does not lead with bevacizumab: it is an alternative once the
     # varices are treated, so the members vote on a safe draft and agree in one round
