@@ -30,6 +30,7 @@ class StubRequest:
     stream: bool
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    raw: bytes = b""  # the request body as received
 
     @property
     def system(self) -> str:
@@ -60,7 +61,9 @@ class StubRequest:
         response_format (its JSON Schema is sent, and paid for, with every call)."""
         text = "".join(_text(message) for message in self.messages)
         if self.response_format:
-            text += json.dumps(self.response_format, ensure_ascii=False)
+            # As the client sent it: compact JSON, the serialisation every request body has
+            # (httpx), not the spaced form json.dumps gives by default.
+            text += json.dumps(self.response_format, ensure_ascii=False, separators=(",", ":"))
         return approx_tokens(text)
 
     @property
@@ -259,6 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
             stream=bool(body.get("stream")),
             body=body,
             headers={name.lower(): value for name, value in self.headers.items()},
+            raw=payload,
         )
         stub = self.server.stub
         try:

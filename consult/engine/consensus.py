@@ -117,6 +117,14 @@ def weighted_consensus(
                 kept_description = same_drugs[key]
                 first, supporters = proposals[kept_description]
                 first.evidence = list(dict.fromkeys([*first.evidence, *component.evidence]))
+                # The item follows the pathways either unit lets it follow: antiviral therapy
+                # for HBV-related HCC goes with any pathway, though the prophylaxis unit with
+                # the same drugs names systemic therapy only.
+                first.with_modalities = (
+                    list(dict.fromkeys([*first.with_modalities, *component.with_modalities]))
+                    if first.with_modalities and component.with_modalities
+                    else []
+                )
                 if role not in supporters:
                     supporters.append(role)
                 alias.setdefault(component.description, kept_description)

@@ -41,17 +41,35 @@ def supports(unit: Evidence, component: ProposedComponent) -> bool:
 
 
 def _joins_as_its_unit_says(component: ProposedComponent, cited: Sequence[Evidence]) -> None:
-    """Care that follows the drugs (a unit with ``with_agents``: antiemetics, G-CSF) joins a
-    pathway as its unit says, whoever proposed it: an adjunct of the drugs it names, one per
-    care class, never an option that could lead the pathway."""
+    """A member's item takes its place in a pathway from the therapy step it cites, whoever
+    proposed it, as the guideline engine's items do (guideline.component_from_unit): whether
+    it is an option or an adjunct (oncofertility counselling goes with a pathway, never leads
+    one), its guideline preference, the pathways it follows (radiotherapy after surgery), the
+    preferences that decline it and the agents that can stand in for one another. Care that
+    follows the drugs (a unit with ``with_agents``: antiemetics, G-CSF) joins as an adjunct of
+    the drugs it names, one per care class. The member's own words stay: the description, the
+    drugs, the dose adjustments."""
     for unit in cited:
         action = unit.action
-        if action.get("type") == "therapy" and action.get("with_agents"):
-            component.adjunct = True
-            component.with_agents = [str(a) for a in action["with_agents"]]
+        if action.get("type") != "therapy":
+            continue
+        # Read from the unit's action as stored (a curated unit may carry only some fields).
+        with_agents = [str(a) for a in action.get("with_agents") or ()]
+        component.adjunct = action.get("role") == "adjunct" or bool(with_agents)
+        component.preference = int(action.get("preference") or component.preference)
+        component.with_modalities = [
+            *(action.get("with_modalities") or ()),
+        ] or component.with_modalities
+        component.declined_if = list(
+            dict.fromkeys([*component.declined_if, *(action.get("declined_if") or ())])
+        )
+        component.interchangeable = component.interchangeable or [
+            [str(a) for a in group] for group in action.get("interchangeable") or ()
+        ]
+        if with_agents:
+            component.with_agents = with_agents
             component.care_class = str(action.get("care_class") or "")
-            component.preference = int(action.get("preference") or component.preference)
-            return
+        return
 
 
 def ground_report(

@@ -9,6 +9,7 @@ reuse the start of every member's prompt."""
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -135,6 +136,8 @@ CASE_SECTIONS: dict[str, tuple[str, ...]] = {
     "cardio_oncology": (*_EVERYONE, "patient", "diagnosis", "organ_function"),
     "fertility": (*_EVERYONE, "patient", "diagnosis"),
     "pathology": (*_EVERYONE, "diagnosis", "index_lesion", "biomarkers"),
+    # The Coordinator reads the members' reports, not the record.
+    "coordinator": _EVERYONE,
 }
 _DEFAULT_SECTIONS = (*_EVERYONE, *_CLINICAL, "labs", "organ_function")
 _KNOWN = {s for sections in CASE_SECTIONS.values() for s in sections} | {
@@ -172,10 +175,24 @@ def case_for(role: str, case: Mapping[str, Any], *, reviewing: str = "") -> dict
         () if role not in ("diagnostic", "treatment") else tuple(k for k in case if k not in _KNOWN)
     )
     kept = compact_dict({k: case[k] for k in (*sections, *extra) if k in case})
+    if _generic(kept.get("question")):
+        # The board's standing question (FORMAT.md §1's example) is what every member's prompt
+        # already asks; a case's own question is sent.
+        del kept["question"]
     if not reviewing:
         return kept
     theirs = case_for(reviewing, case)
     return {k: v for k, v in kept.items() if k in theirs}
+
+
+_GENERIC_QUESTION = re.compile(
+    r"what is the recommended (mdt |multidisciplinary )?management of the index lesion\??",
+    re.IGNORECASE,
+)
+
+
+def _generic(question: Any) -> bool:
+    return isinstance(question, str) and bool(_GENERIC_QUESTION.fullmatch(question.strip()))
 
 
 def _without_identity(patient: Any) -> Any:
@@ -289,6 +306,12 @@ def waiting(evidence: Sequence[Evidence], cited: Iterable[str] = ()) -> list[Evi
     return [e for e in evidence if e.applies is None and e.missing and e.unit_id not in full]
 
 
+def decided(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """The units of ``evidence`` that do not wait for missing data."""
+    pending = {e.unit_id for e in waiting(evidence)}
+    return [e for e in evidence if e.unit_id not in pending]
+
+
 def evidence_parts(
     evidence: Sequence[Evidence],
     cited: Iterable[str] = (),
@@ -327,14 +350,20 @@ def report_brief(report: Any) -> dict[str, Any]:
                 for c in data.get("claims") or ()
             ],
             "intent": data.get("intent"),
-            "components": [
-                {
-                    **{k: c.get(k) for k in ("description", "role", "rank", "when")},
-                    "agents": unnamed(c.get("agents") or (), str(c.get("description") or "")),
-                    "evidence": c.get("evidence"),
-                }
-                for c in data.get("components") or ()
-            ],
+            # The items by their role (the pathway, then the ranked alternatives), so that no
+            # item says its role again.
+            **{
+                role: [
+                    {
+                        **{k: c.get(k) for k in ("description", "rank", "when")},
+                        "agents": unnamed(c.get("agents") or (), str(c.get("description") or "")),
+                        "evidence": c.get("evidence"),
+                    }
+                    for c in data.get("components") or ()
+                    if c.get("role") == role
+                ]
+                for role in ("primary", "alternative")
+            },
             "constraints": data.get("constraints"),
             "monitoring": [
                 {k: m.get(k) for k in ("phase", "what", "interval", "anchor")}
@@ -361,9 +390,15 @@ def draft_brief(draft: Any) -> dict[str, Any]:
         {
             # No summary: it is written from these items, and would say them twice.
             "intent": data.get("intent"),
-            "components": [
-                {k: c.get(k) for k in ("description", "role", "rank")}
+            "primary": [
+                c.get("description")
                 for c in data.get("components") or ()
+                if c.get("role") == "primary"
+            ],
+            "alternative": [
+                {k: c.get(k) for k in ("rank", "description")}
+                for c in data.get("components") or ()
+                if c.get("role") == "alternative"
             ],
             "rejected": [r.get("option") for r in data.get("rejected") or ()],
             "monitoring": [
@@ -445,9 +480,10 @@ def at_stake(inp: Any) -> bool:
     an item of its report the draft leaves out, demotes from the pathway or ranks otherwise; an
     item of the draft it has not weighed, for a member that reviews (neither its own nor in a
     report it reviewed: Safety must see what a specialist added); a surveillance interval it
-    proposed that the draft lacks; a constraint on a drug the draft gives; or an objection it
-    made in this round's reviews. A member with none of these agrees by proposing or accepting
-    what the draft carries."""
+    proposed that the draft lacks; a constraint on a drug the draft gives, other than in an
+    alternative held until a stated condition; or an objection it made in this round's
+    reviews that the draft has not taken in. A member with none of these agrees by proposing
+    or accepting what the draft carries."""
     report, draft = inp.report, inp.draft
     carried = {(c.description, c.role, c.rank) for c in draft.components}
     if any((c.description, c.role, c.rank) not in carried for c in report.components):
@@ -460,10 +496,27 @@ def at_stake(inp: Any) -> bool:
     watched = {m.what for m in draft.monitoring}
     if any(m.what not in watched for m in report.monitoring):
         return True
-    given = [lexicon.given(c.agents, c.description) for c in draft.components]
+    # A constraint is at stake where the draft gives its drug in the pathway, or as an
+    # alternative with no condition stated; an alternative held until a precondition is met
+    # (bevacizumab once the varices are treated) has taken it in.
+    given = [
+        lexicon.given(c.agents, c.description)
+        for c in draft.components
+        if c.role == "primary" or not c.when
+    ]
     if any(gives_agent(str(a), given) for k in report.constraints for a in k.agents):
         return True
-    return any(not c.agree or c.concerns or c.demote for c in inp.critiques_given)
+    # An objection it made in this round's reviews, unless the draft took it in: what it said
+    # must go is gone, what it said must wait is not first. A disagreement naming no item is
+    # asked about.
+    present = {c.description for c in draft.components}
+    first = {c.description for c in draft.components if c.role == "primary"}
+    return any(
+        (not c.agree and not c.concerns and not c.demote)
+        or set(c.concerns) & present
+        or set(c.demote) & first
+        for c in inp.critiques_given
+    )
 
 
 def critiques_brief(critiques: Iterable[tuple[str, Any]]) -> dict[str, Any]:
@@ -526,16 +579,26 @@ def report_gist(report: Any, beside: Any = None) -> dict[str, Any]:
     the items it neither carries as proposed nor rules out."""
     data = report.model_dump(mode="json")
     items = [(c.get("description"), c.get("role")) for c in data.get("components") or ()]
+    placed: list[str] = []
     if beside is not None:
         given = {(c.description, str(c.role)) for c in beside.components}
+        where = {c.description: (str(c.role), c.rank) for c in beside.components}
         ruled_out = {r.option for r in beside.rejected}
-        items = [i for i in items if i not in given and i[0] not in ruled_out]
+        # An item the plan carries in another place is named by that place (the plan beside it
+        # gives its description): "alternative 2 (you: primary)".
+        placed = [
+            f"{where[d][0]}{f' {where[d][1]}' if where[d][1] else ''} (you: {role})"
+            for d, role in items
+            if (d, role) not in given and d in where
+        ]
+        items = [i for i in items if i not in given and i[0] not in ruled_out and i[0] not in where]
     return compact_dict(
         {
             "conclusion": data.get("conclusion"),
             ("components" if beside is None else "components_not_in_plan"): [
                 f"{description} ({role})" for description, role in items
             ],
+            "components_placed_otherwise": placed,
             "constraints": [
                 f"{c.get('severity')}: {c.get('text')}" for c in data.get("constraints") or ()
             ],

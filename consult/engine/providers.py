@@ -210,8 +210,8 @@ class LLMProvider:
             # reaches it when it is challenged.
             return Answer(inp.previous, None, "", carried=True)
         # Stable first (who, the case, the evidence: the same in every round), the round last.
+        # Who is asked is the system prompt's "ROLE:" line; the user message is the case.
         user = {
-            "role": inp.role,
             "specialist_reason": inp.reason,
             "case": prompting.case_for(inp.role, inp.case),
             "derived_staging": prompting.compact(dict(inp.staging)),
@@ -255,18 +255,20 @@ class LLMProvider:
         if by_rules(inp):
             return await self._by_rules(inp)
         user = {
-            "reviewer": inp.reviewer,
             "case": prompting.case_for(inp.reviewer, inp.case, reviewing=inp.target),
             # Each unit by its id and one line: a reviewer checks the report's items against
             # what the units say and whether they apply; the full texts went to the members
             # who cited them.
-            **prompting.evidence_parts(
-                prompting.concerning(inp.evidence, inp.report), actions=False
+            # What waits for missing data is not reviewed: the reviewer's own report asks for
+            # it, and the gate holds every rule it cannot decide.
+            "evidence": prompting.evidence_brief(
+                prompting.decided(prompting.concerning(inp.evidence, inp.report)), actions=False
             ),
             "target": inp.target,
             "report": prompting.report_brief(inp.report),
             "round": inp.round,
         }
+        user = {k: v for k, v in user.items() if v not in (None, "", [], {})}
         value, usage, fallback = await self._ask(inp.reviewer, "reviewer", user, CrossReview)
         if value is None:
             return Answer((await self.fallback.review(inp)).value, usage, fallback)
@@ -286,12 +288,14 @@ class LLMProvider:
             e.unit_id: e for inp in inps for e in prompting.concerning(inp.evidence, inp.report)
         }
         user = {
-            "reviewer": first.reviewer,
             "case": sections,
-            **prompting.evidence_parts(list(units.values()), actions=False),
+            "evidence": prompting.evidence_brief(
+                prompting.decided(list(units.values())), actions=False
+            ),
             "reports": {inp.target: prompting.report_brief(inp.report) for inp in inps},
             "round": first.round,
         }
+        user = {k: v for k, v in user.items() if v not in (None, "", [], {})}
         value, usage, fallback = await self._ask(first.reviewer, "reviewer", user, CrossReviews)
         answers = []
         for i, inp in enumerate(inps):
@@ -309,12 +313,7 @@ class LLMProvider:
     ) -> Answer:
         computed = (await self.fallback.synthesize(inp, consensus, conflicts_text)).value
         user = {
-            "case": prompting.compact(
-                {
-                    "cancer_type": inp.case.get("cancer_type"),
-                    "question": inp.case.get("question"),
-                }
-            ),
+            "case": prompting.case_for("coordinator", inp.case),
             "derived_staging": prompting.compact(dict(inp.staging)),
             "round": inp.round,
             # What each member concluded; its items only where the weighted consensus (below)
@@ -329,32 +328,26 @@ class LLMProvider:
                 for a, b, c in inp.critiques
                 if c.agree and not c.concerns and not c.demote
             ],
-            "objections": [
-                prompting.compact(
-                    {
-                        "reviewer": a,
-                        "target": b,
-                        "critique": c.critique,
-                        "concerns": c.concerns,
-                        "demote": c.demote,
-                    }
-                )
-                for a, b, c in inp.critiques
-                if not (c.agree and not c.concerns and not c.demote)
-            ],
+            # An objection made in the same words by several reviewers, once, with their names.
+            "objections": prompting.critiques_brief(
+                (f"{a} on {b}", c) for a, b, c in inp.critiques
+            ).get("objections"),
             "weights": {role: round(w, 2) for role, w in inp.weights.items()},
             "weighted_consensus": prompting.compact(
                 {
                     # Each kept item with its weighted support (the description said once).
-                    "kept": [
-                        {
-                            "description": c.description,
-                            "role": c.role,
-                            "rank": c.rank,
-                            "support": consensus.support.get(c.description),
-                        }
-                        for c in consensus.components
-                    ],
+                    "kept": {
+                        role: [
+                            {
+                                "description": c.description,
+                                "rank": c.rank,
+                                "support": consensus.support.get(c.description),
+                            }
+                            for c in consensus.components
+                            if c.role == role
+                        ]
+                        for role in ("primary", "alternative")
+                    },
                     "rejected": [r.model_dump() for r in consensus.rejected],
                 }
             ),
@@ -399,7 +392,6 @@ class LLMProvider:
             if rules.agree:
                 return Answer(Vote(agree=True, advice=UNPOLLED_ADVICE), None, "", unpolled=True)
         user = {
-            "role": inp.role,
             "round": inp.round,
             # What the member concluded and proposed (the evidence behind it was weighed in the
             # reviews); the draft is what is voted on.

@@ -84,7 +84,7 @@ def clinical_responder(
         if schema == "RoleReport":
             body: dict[str, Any] = _report(role, data)
         elif schema in ("CrossReview", "CrossReviews"):
-            agree = review(str(data.get("reviewer")), int(data.get("round", 1))) if review else True
+            agree = review(role, int(data.get("round", 1))) if review else True
             body = {"agree": agree, "critique": "No objection." if agree else "Revise this."}
             if schema == "CrossReviews":  # one reviewer, several reports
                 body = {"reviews": dict.fromkeys(data.get("reports") or {}, body)}

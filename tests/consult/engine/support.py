@@ -112,7 +112,12 @@ def llm_answers(
         # the schema's title names the message.
         name = schema.model_json_schema().get("title")
         if name == "RoleReport":
-            evidence = [e["unit_id"] for e in user["evidence"] if e.get("applies")]
+            # A unit listed applies unless it says otherwise or names the data it waits for.
+            evidence = [
+                e["unit_id"]
+                for e in user["evidence"]
+                if e.get("applies", True) is True and "missing" not in e
+            ]
             report: dict[str, Any] = {
                 "conclusion": f"{role} view",
                 "confidence": 0.8,
@@ -129,7 +134,7 @@ def llm_answers(
                 report["intent"] = "palliative"
             return report
         if name == "CrossReview":
-            if user["round"] <= disagree_rounds and user["reviewer"] == "safety":
+            if user["round"] <= disagree_rounds and role == "safety":
                 return {"agree": False, "critique": "The safety of this proposal needs revision."}
             return {"agree": True, "critique": "No objection."}
         if name == "Synthesis":
@@ -146,7 +151,7 @@ def llm_answers(
         if name == "Vote":
             round_no = user["round"]
             votes_seen[round_no] = votes_seen.get(round_no, 0) + 1
-            disagree = round_no <= disagree_rounds and user["role"] == "safety"
+            disagree = round_no <= disagree_rounds and role == "safety"
             return {"agree": not disagree, "advice": "revise" if disagree else ""}
         raise AssertionError(schema)
 

@@ -49,7 +49,7 @@ def _board(propose: dict[str, Any], *, vote_advice: str = "") -> Recording:
                 "components": [propose] if role == "treatment" else [],
             }
         if schema is CrossReview:
-            if vote_advice and user["reviewer"] == "safety" and user["round"] == 1:
+            if vote_advice and role == "safety" and user["round"] == 1:
                 return {"agree": False, "critique": "The dose needs a second look."}
             return {"agree": True, "critique": "No objection."}
         if schema is Synthesis:
@@ -64,7 +64,7 @@ def _board(propose: dict[str, Any], *, vote_advice: str = "") -> Recording:
                 "confidence": 0.8,
             }
         if schema is Vote:
-            revise = bool(vote_advice) and user["role"] == "safety" and user["round"] == 1
+            revise = bool(vote_advice) and role == "safety" and user["round"] == 1
             return {"agree": not revise, "advice": vote_advice if revise else ""}
         raise AssertionError(schema)
 

@@ -292,7 +292,10 @@ def test_a_run_whose_lease_was_taken_over_stops_and_leaves_the_run_alone(
     keys = set(
         AgentMessage.objects.filter(consultation=consultation).values_list("step_key", flat=True)
     )
-    assert not any(key.startswith("r1.review.") for key in keys)
+    # (a specialist's check made by its domain's rules asks nothing, and may precede the
+    # takeover; no review asked of the LLM was written)
+    asked = ("safety", "diagnostic", "treatment")
+    assert not [k for k in keys if k.startswith("r1.review.") and k.split(".")[2] in asked]
     assert not Plan.objects.filter(consultation=consultation).exists()
     assert_unbroken(consultation)
 

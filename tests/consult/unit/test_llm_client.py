@@ -510,9 +510,11 @@ async def test_the_stub_reports_usage_from_the_request_and_the_reply() -> None:
         async with LLMClient(settings_for(stub), big_budget()) as client:
             _, usage = await ask(client, role="safety")
         [request] = stub.requests
-    # then it reports characters ÷ 4 of what was sent (messages and schema) and of its reply,
-    # the rule every test and the bench count by
-    sent = SYSTEM + USER + json.dumps(request.response_format, ensure_ascii=False)
+    # then it reports characters ÷ 4 of what was sent (messages and schema, compact JSON as on
+    # the wire) and of its reply, the rule every test and the bench count by
+    schema = json.dumps(request.response_format, ensure_ascii=False, separators=(",", ":"))
+    assert schema.encode() in request.raw
+    sent = SYSTEM + USER + schema
     assert usage.prompt_tokens == request.prompt_tokens == approx_tokens(sent) == len(sent) // 4
     assert usage.completion_tokens == len(VALID) // 4
     # and a prompt ten times as long costs about nine prompts more
