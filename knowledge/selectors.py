@@ -135,11 +135,17 @@ def keyword_query(text: str) -> SearchQuery | None:
 def _dense_candidates(
     vector: list[float], cancer_type: str | None, kinds: Iterable[str] | None, limit: int
 ) -> dict[int, float]:
-    with transaction.atomic(), connection.cursor() as cursor:
+    # Inside a caller's transaction (a consultation's panel: several searches in one), no
+    # transaction of its own: the settings below hold for the caller's.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         # Filtered HNSW scans keep searching until enough rows pass the filter (pgvector 0.8);
-        # SET LOCAL keeps the settings to this transaction, not the pooled connection.
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(max(40, limit))])
+        # set_config(..., true) is SET LOCAL: the settings stay in this transaction, not on the
+        # pooled connection. Both in one statement: one round trip.
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('hnsw.ef_search', %s, true)",
+            [str(max(40, limit))],
+        )
         rows = list(
             _scoped(
                 UnitEmbedding.objects.filter(version__status=VersionStatus.PUBLISHED),
