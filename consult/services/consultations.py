@@ -240,8 +240,9 @@ def _end(
         note = joined(spent.note, budget_note(budget))
         if plan is not None:
             plan = {**plan, "llm": {**spent.as_dict(), "note": note, "budget": budget or None}}
-    plan_hash = payload_hash(plan) if plan is not None else None
+    plan_hash = None
     if plan is not None:
+        plan_hash = payload_hash(plan)
         Plan.objects.create(consultation=consultation, payload=plan, content_hash=plan_hash)
     consultation.status = status
     consultation.status_note = note[:300]
