@@ -21,6 +21,21 @@ SPECIALISTS = {
     "fertility": "fertility preservation before gonadotoxic therapy",
     "pharmacy": "drug–drug interactions with current medications",
 }
+# The therapy modalities of each specialist's discipline: what it may propose (the specialist
+# prompt), so the therapy steps whose recommendation it reads in full. Every other step reaches
+# it by its id and one line, which is enough to judge it from its discipline.
+SPECIALIST_MODALITIES: dict[str, frozenset[str]] = {
+    # A referral is where a seat's own review is asked for ("radiation oncology review of local
+    # treatment"): every seat reads it whole.
+    "hepatology": frozenset({"antiviral", "supportive", "transplant", "referral"}),
+    "interventional_radiology": frozenset({"ablation", "locoregional", "referral"}),
+    "surgery": frozenset({"surgery", "transplant", "surveillance", "referral"}),
+    "radiation_oncology": frozenset({"radiotherapy", "surveillance", "referral"}),
+    "pathology": frozenset({"referral"}),
+    "cardio_oncology": frozenset({"supportive", "referral"}),
+    "fertility": frozenset({"supportive", "referral"}),
+    "pharmacy": frozenset({"referral"}),
+}
 # Which kinds of knowledge unit each role retrieves.
 ROLE_KINDS: dict[str, tuple[str, ...]] = {
     "diagnostic": ("staging_rule",),

@@ -527,6 +527,7 @@ class Deliberation:
                 "fallback": answer.fallback,
                 "usage": asdict(answer.usage) if answer.usage else None,
                 "carried_over": answer.carried,
+                "asked": not answer.unasked,
             }
             events = [
                 EngineEvent(EventKind.CRITIQUE, payload, role=reviewer, round=round_no),

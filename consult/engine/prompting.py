@@ -9,7 +9,7 @@ reuse the start of every member's prompt."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,23 @@ from consult.engine.protocols import Evidence
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 ROLE_PROMPTS = CORE_ROLES
-ALL_PROMPTS = (*ROLE_PROMPTS, "specialist", "reviewer", "coordinator", "voter", "common", "turn")
+# Parts of a member's prompt that only some cases need, each its own versioned file: the
+# pregnancy instructions where a pregnancy is recorded or not ruled out, the liver-function
+# instruction for HCC. A case that does not need them does not pay for them in every call.
+CASE_SECTIONS_OF_PROMPT: dict[str, tuple[str, ...]] = {
+    "safety": ("safety-pregnancy", "safety-hcc"),
+    "monitoring": ("monitoring-pregnancy",),
+}
+ALL_PROMPTS = (
+    *ROLE_PROMPTS,
+    "specialist",
+    "reviewer",
+    "coordinator",
+    "voter",
+    "common",
+    "turn",
+    *(section for sections in CASE_SECTIONS_OF_PROMPT.values() for section in sections),
+)
 # Turns that judge what others wrote (a review, a vote, the round's summary) start with the short
 # common part ("turn"); a member's own report with the full one ("common").
 SHORT_COMMON = frozenset({"reviewer", "voter", "coordinator"})
@@ -53,15 +69,41 @@ def with_addendum(text: str, addendum: str = "") -> str:
     return f"{text}\n\n{ADDENDUM_HEADING}\n\n{addendum.strip()}" if addendum.strip() else text
 
 
-def system_prompt(name: str, role: str, addenda: Mapping[str, str] | None = None) -> str:
-    """The system prompt of a turn: the common part and the named prompt, each with its
-    approved addendum when a database version is in force."""
+def system_prompt(
+    name: str,
+    role: str,
+    addenda: Mapping[str, str] | None = None,
+    sections: Sequence[str] = (),
+) -> str:
+    """The system prompt of a turn: the common part, the named prompt and the case's
+    ``sections`` of it (``sections_for``), each with its approved addendum when a database
+    version is in force."""
     addenda = addenda or {}
     base = "turn" if name in SHORT_COMMON else "common"
     common = with_addendum(load(base), addenda.get(base, ""))
     # The common part first: every member's prompt starts with the same text (a prefix cache
     # hit). "ROLE:" lets logs, tests and stub servers tell the turns apart without prose.
-    return f"{common}\n\nROLE: {role}\n\n{with_addendum(load(name), addenda.get(name, ''))}"
+    parts = [with_addendum(load(n), addenda.get(n, "")) for n in (name, *sections)]
+    return f"{common}\n\nROLE: {role}\n\n" + "\n\n".join(parts)
+
+
+def sections_for(name: str, facts: Mapping[str, Any]) -> tuple[str, ...]:
+    """The case-dependent sections of prompt ``name`` this case needs (``facts``: the case's
+    facts, notes included). Pregnancy: unless the record rules it out (not pregnant, or male);
+    an unrecorded pregnancy keeps the instructions, as the safety rules wait for it."""
+    needed = {
+        "safety-pregnancy": _pregnancy_possible(facts),
+        "monitoring-pregnancy": _pregnancy_possible(facts),
+        "safety-hcc": facts.get("cancer_type") == "hcc",
+    }
+    return tuple(s for s in CASE_SECTIONS_OF_PROMPT.get(name, ()) if needed.get(s, True))
+
+
+def _pregnancy_possible(facts: Mapping[str, Any]) -> bool:
+    pregnant = facts.get("patient.pregnant")
+    if pregnant is not None:
+        return bool(pregnant)
+    return str(facts.get("patient.sex") or "").lower() != "male"
 
 
 def versions(database: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -144,14 +186,19 @@ def _without_identity(patient: Any) -> Any:
 
 
 def evidence_brief(
-    evidence: Sequence[Evidence], cited: Iterable[str] = (), *, actions: bool = True
+    evidence: Sequence[Evidence],
+    cited: Iterable[str] = (),
+    *,
+    actions: bool | Collection[str] = True,
 ) -> list[dict[str, Any]]:
-    """Each unit as its id and one line (its title), whether it applies (and what is missing
-    when that depends on missing data), what a unit that applies recommends in a few words (a
-    therapy's drugs, a surveillance interval, a safety rule's severity); the full text only for
-    ``cited``. Without ``actions`` (a reviewer, who reads the proposal's own items and their
-    ids) a therapy's or surveillance's recommendation is left out; a safety rule's severity
-    stays."""
+    """Each unit as its id and one line (its title); ``applies`` only when it does not (a
+    unit listed applies unless it says so or names the data it waits for, ``missing``); what a
+    unit that applies recommends, in a few words and in the unit's own line (a therapy's
+    modality, description and drugs; a surveillance's phase, what, interval and anchor; a
+    safety rule's severity); the full text only for ``cited``. Without ``actions`` (a
+    reviewer, who reads the proposal's own items and their ids) a therapy's or surveillance's
+    recommendation is left out, a safety rule's severity stays; ``actions`` as a collection of
+    modalities (a specialist) keeps the recommendations of its discipline's therapies only."""
     full = set(cited)
     lines = []
     for e in evidence:
@@ -160,32 +207,35 @@ def evidence_brief(
             # Waiting for data: the missing fields say so (the common prompt's rule).
             line["missing"] = list(e.missing)
         else:
-            line["applies"] = e.applies
+            if e.applies is not True:
+                line["applies"] = e.applies
             if e.missing:
                 line["missing"] = list(e.missing)
         # What a unit recommends matters once it applies; until then, what it is waiting for.
         action = e.action if e.applies is True else {}
-        if not actions and action.get("type") != "safety":
-            action = {}
-        match action.get("type"):
+        kind = action.get("type")
+        if kind != "safety" and (
+            actions is False
+            or (not isinstance(actions, bool) and str(action.get("modality")) not in actions)
+        ):
+            kind = None
+        match kind:
             case "therapy":
-                line["action"] = compact(
-                    {
-                        "type": "therapy",
-                        "modality": action.get("modality"),
-                        "description": action.get("description"),
-                        "agents": list(action.get("agents") or ()),
-                    }
+                line.update(
+                    compact(
+                        {
+                            "modality": action.get("modality"),
+                            "description": action.get("description"),
+                            "agents": list(action.get("agents") or ()),
+                        }
+                    )
                 )
             case "surveillance":
-                line["action"] = compact(
-                    {
-                        "type": "surveillance",
-                        **{k: action.get(k) for k in ("phase", "what", "interval", "anchor")},
-                    }
+                line.update(
+                    compact({k: action.get(k) for k in ("phase", "what", "interval", "anchor")})
                 )
             case "safety":
-                line["action"] = compact({"type": "safety", "severity": action.get("severity")})
+                line.update(compact({"severity": action.get("severity")}))
         if e.unit_id in full:
             line["text"] = e.text
         lines.append(line)
@@ -240,18 +290,21 @@ def waiting(evidence: Sequence[Evidence], cited: Iterable[str] = ()) -> list[Evi
 
 
 def evidence_parts(
-    evidence: Sequence[Evidence], cited: Iterable[str] = (), *, actions: bool = True
+    evidence: Sequence[Evidence],
+    cited: Iterable[str] = (),
+    *,
+    actions: bool | Collection[str] = True,
 ) -> dict[str, Any]:
     """A member's evidence as the prompt carries it: ``evidence`` (``evidence_brief``) for the
     units decided, and ``waiting_for_data``: the units that wait for missing data, grouped by
-    the data they wait for (each unit id with its one line), so that twenty rules waiting for
-    the same bilirubin name it once."""
+    the data they wait for (by unit id: an id names what the unit is about), so that twenty
+    rules waiting for the same bilirubin name it once."""
     cited = set(cited)
     pending = waiting(evidence, cited)
     skipped = {e.unit_id for e in pending}
-    groups: dict[str, dict[str, str]] = {}
+    groups: dict[str, list[str]] = {}
     for e in pending:
-        groups.setdefault(", ".join(e.missing), {})[e.unit_id] = e.title
+        groups.setdefault(", ".join(e.missing), []).append(e.unit_id)
     return compact_dict(
         {
             "evidence": evidence_brief(
@@ -275,7 +328,11 @@ def report_brief(report: Any) -> dict[str, Any]:
             ],
             "intent": data.get("intent"),
             "components": [
-                {k: c.get(k) for k in ("description", "role", "rank", "when", "agents", "evidence")}
+                {
+                    **{k: c.get(k) for k in ("description", "role", "rank", "when")},
+                    "agents": unnamed(c.get("agents") or (), str(c.get("description") or "")),
+                    "evidence": c.get("evidence"),
+                }
                 for c in data.get("components") or ()
             ],
             "constraints": data.get("constraints"),
@@ -287,6 +344,13 @@ def report_brief(report: Any) -> dict[str, Any]:
             "needs_data": data.get("needs_data"),
         }
     )
+
+
+def unnamed(agents: Iterable[str], description: str) -> list[str]:
+    """The drugs of ``agents`` that ``description`` does not name as written: an item's drugs
+    are read in its description, and said a second time only when it does not name them."""
+    text = description.casefold()
+    return [a for a in agents if str(a).casefold() not in text]
 
 
 def draft_brief(draft: Any) -> dict[str, Any]:
@@ -320,6 +384,24 @@ def cited_ids(report: Any) -> set[str]:
         for item in items
         for unit in item.evidence
     }
+
+
+def disputed_ids(report: Any, critiques: Iterable[tuple[str, Any]]) -> set[str]:
+    """The unit ids of ``report`` (a member's previous report) in dispute: those behind an item
+    an objection names (to remove or to demote), and any the objections cite. A member re-asked
+    reads the full text of these again; the rest of what it cited is in its previous report by
+    id, with each unit's line and recommendation in its evidence. Objections that name nothing
+    in particular put everything it cited in dispute."""
+    if report is None:
+        return set()
+    asked = objections(critiques)
+    named = {d for _, c in asked for d in (*c.concerns, *c.demote, *c.reasons)}
+    words = " ".join(" ".join((c.critique, *c.reasons.values())) for _, c in asked)
+    cited = cited_ids(report)
+    disputed = {
+        unit for item in report.components if item.description in named for unit in item.evidence
+    } | {unit for unit in cited if unit in words}
+    return disputed if disputed or named else cited
 
 
 def concerning(evidence: Sequence[Evidence], report: Any) -> list[Evidence]:

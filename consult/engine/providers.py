@@ -15,7 +15,14 @@ from pydantic import BaseModel
 from consult.engine import guideline, prompting
 from consult.engine.accounting import fallback_text
 from consult.engine.consensus import Consensus
-from consult.engine.context import ReviewInput, RoleInput, SynthesisInput, VoteInput
+from consult.engine.context import (
+    SPECIALIST_MODALITIES,
+    SPECIALISTS,
+    ReviewInput,
+    RoleInput,
+    SynthesisInput,
+    VoteInput,
+)
 from consult.engine.protocols import LLM, Usage
 from consult.engine.schemas import (
     CoordinatorNote,
@@ -48,6 +55,19 @@ class Answer:
     # A vote not asked for: the member has nothing at stake in the draft (prompting.at_stake),
     # so its agreement is recorded by rule, with no LLM call.
     unpolled: bool = False
+    # A specialist's check of Treatment's proposal made by its domain's rules, with no LLM call
+    # (``by_rules``).
+    unasked: bool = False
+
+
+def by_rules(inp: ReviewInput) -> bool:
+    """Whether a review is the reviewer's domain rules alone: a specialist's check of
+    Treatment's proposal. Its advice is its own first-round report, written independently, and
+    it is polled on the draft when the draft gives a drug its report constrains or leaves out
+    an item it proposed (``prompting.at_stake``); what its rules forbid or defer is objected to
+    here as an LLM reviewer's rules would object (``review_with_rules``). Safety and
+    Diagnostic, whose remit is the proposal itself, are asked."""
+    return inp.reviewer in SPECIALISTS and inp.target == "treatment"
 
 
 class GuidelineProvider:
@@ -134,7 +154,13 @@ class LLMProvider:
         return value if isinstance(value, schema) else None
 
     async def _ask(
-        self, role: str, prompt: str, user: dict[str, Any], schema: type[T], on_delta: Delta = None
+        self,
+        role: str,
+        prompt: str,
+        user: dict[str, Any],
+        schema: type[T],
+        on_delta: Delta = None,
+        sections: Sequence[str] = (),
     ) -> tuple[T | None, Usage | None, str]:
         key = json.dumps(
             [prompt, role, schema.__name__, {k: v for k, v in user.items() if k != "round"}],
@@ -144,7 +170,7 @@ class LLMProvider:
         carried = self._carried(key, schema)
         if carried is not None:
             return carried, None, CARRIED
-        system = prompting.system_prompt(prompt, role, self.addenda)
+        system = prompting.system_prompt(prompt, role, self.addenda, sections)
         started = time.monotonic()
         try:
             value, usage = await self.llm.complete_structured(
@@ -190,7 +216,9 @@ class LLMProvider:
             "case": prompting.case_for(inp.role, inp.case),
             "derived_staging": prompting.compact(dict(inp.staging)),
             **prompting.evidence_parts(
-                prompting.bearing(inp.evidence, inp.therapies), prompting.cited_ids(inp.previous)
+                prompting.bearing(inp.evidence, inp.therapies),
+                prompting.disputed_ids(inp.previous, inp.critiques),
+                actions=SPECIALIST_MODALITIES.get(inp.role, True),
             ),
             "round": inp.round,
             "your_previous_report": (
@@ -206,14 +234,26 @@ class LLMProvider:
         user = {k: v for k, v in user.items() if v not in (None, "", [], {})}
         prompt = inp.role if inp.role in prompting.ROLE_PROMPTS else "specialist"
         value, usage, fallback = await self._ask(
-            inp.role, prompt, user, report_schema(inp.role), on_delta
+            inp.role,
+            prompt,
+            user,
+            report_schema(inp.role),
+            on_delta,
+            prompting.sections_for(prompt, inp.facts),
         )
         if value is None:
             answer = await self.fallback.report(inp)
             return Answer(answer.value, usage, fallback)
         return self._answer(value.as_report(), usage, fallback)
 
+    async def _by_rules(self, inp: ReviewInput) -> Answer:
+        # The critique is the rules' own (what Treatment answers); the board says who wrote it
+        # from the step's "asked" flag.
+        return Answer((await self.fallback.review(inp)).value, None, "", unasked=True)
+
     async def review(self, inp: ReviewInput) -> Answer:
+        if by_rules(inp):
+            return await self._by_rules(inp)
         user = {
             "reviewer": inp.reviewer,
             "case": prompting.case_for(inp.reviewer, inp.case, reviewing=inp.target),
@@ -236,8 +276,8 @@ class LLMProvider:
         """One reviewer's reviews of several reports in one call (Treatment reviews Safety's
         and Monitoring's): the instructions, the schema and the case sections are sent once.
         The call's usage is on the first answer; a failed call falls back for each."""
-        if len(inps) == 1:
-            return [await self.review(inps[0])]
+        if len(inps) == 1 or any(by_rules(inp) for inp in inps):
+            return [await self.review(inp) for inp in inps]
         first = inps[0]
         sections: dict[str, Any] = {}
         for inp in inps:

@@ -21,7 +21,10 @@ def request_payload(request: StubRequest) -> dict[str, Any]:
 
 
 def _report(role: str, data: dict[str, Any]) -> dict[str, Any]:
-    evidence = [e for e in data.get("evidence", []) if e.get("applies") is True]
+    # A unit listed applies unless it says otherwise or names the data it waits for.
+    evidence = [
+        e for e in data.get("evidence", []) if e.get("applies", True) is True and "missing" not in e
+    ]
     report: dict[str, Any] = {
         "conclusion": f"{role} assessment",
         "claims": [
@@ -33,25 +36,25 @@ def _report(role: str, data: dict[str, Any]) -> dict[str, Any]:
         report["intent"] = "palliative"
         report["components"] = [
             {
-                "modality": e["action"].get("modality", "systemic"),
-                "description": e["action"].get("description", e["says"]),
-                "agents": e["action"].get("agents", []),
+                "modality": e["modality"],
+                "description": e.get("description", e["says"]),
+                "agents": e.get("agents", []),
                 "evidence": [e["unit_id"]],
             }
             for e in evidence
-            if e["action"].get("type") == "therapy"
+            if "modality" in e
         ]
     if role == "monitoring":
         report["monitoring"] = [
             {
-                "phase": e["action"]["phase"],
-                "what": e["action"]["what"],
-                "interval": e["action"]["interval"],
-                "anchor": e["action"]["anchor"],
+                "phase": e["phase"],
+                "what": e["what"],
+                "interval": e["interval"],
+                "anchor": e["anchor"],
                 "evidence": [e["unit_id"]],
             }
             for e in evidence
-            if e["action"].get("type") == "surveillance"
+            if "phase" in e
         ]
     return report
 

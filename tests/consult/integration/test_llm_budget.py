@@ -119,6 +119,10 @@ def test_an_llm_consultation_within_its_budget_reports_its_tokens_per_role_and_r
     )
     assert f"{plan['llm']['prompt_tokens']} prompt" in board
     assert "turns answered by the guideline engine" not in board
+    # and the radiation oncologist's check of Treatment's proposal, made by its domain's rules
+    # without a call, says so; Safety's review, asked of the LLM, does not
+    assert "Radiation oncology on Treatment (by the rules of its domain; not asked" in board
+    assert "Safety on Treatment: " in board
 
 
 @pytest.mark.django_db(transaction=True)
@@ -126,8 +130,9 @@ def test_a_round_the_budget_left_will_not_cover_is_known_before_it_starts(
     clinician: Any, team: Any, llm_env: Any, monkeypatch: pytest.MonkeyPatch, client: Any
 ) -> None:
     load_seed()
-    # given a budget that pays for the first round of a case that needs a second, not for both
-    monkeypatch.setenv("LLM_TOKEN_BUDGET", "30000")
+    # given a budget that pays for the first round of a case that needs a second (about 14 k
+    # tokens with the replies), not for both
+    monkeypatch.setenv("LLM_TOKEN_BUDGET", "20000")
     consultation = _llm_run(clinician, team, llm_env, "pub-hcc-03.json")
     # then no turn ran out of budget half-way: the LLM answered every turn it was asked
     turns = AgentMessage.objects.filter(consultation=consultation).exclude(model_name="")
