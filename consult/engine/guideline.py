@@ -20,6 +20,7 @@ from clinical.vocab import (
     PHASE_LABELS,
     RELEVANT_STAGING,
     STAGING_LABELS,
+    ComponentRole,
     Intent,
     SafetyEffect,
 )
@@ -545,9 +546,29 @@ def synthesis(
         p for p in reports.get("monitoring", RoleReport(conclusion="", confidence=0)).monitoring
     ]
     # The Coordinator keeps one pathway, whoever proposed what; Treatment's intent decides.
+    # An item a reviewer says must wait for a precondition (untreated varices before
+    # bevacizumab) is not the draft's first step: the next option goes first, as a veto
+    # removes an item at once, so the members vote on a draft that is already safe. Treatment
+    # may still contest it in its vote.
+    # Every option is checked as the first step would be (a reviewer demotes only the item
+    # in first place; the next in line may wait for the same precondition, and when every
+    # option waits the preferred one leads with it stated, as at the gate).
+    demoted: dict[str, str] = {}
+    for _reviewer, _target, critique in inp.critiques:
+        for description in critique.demote:
+            if description not in critique.concerns:
+                demoted.setdefault(
+                    description, critique.reasons.get(description) or critique.critique
+                )
+    units = list({e.unit_id: e for es in inp.evidence.values() for e in es}.values())
+    for component in components:
+        first = component.model_copy(update={"role": ComponentRole.PRIMARY})
+        for description, reason in restrictions(units, [first])[1].items():
+            demoted.setdefault(description, reason)
     declines = inp.facts.get("derived.declines") or []
     arranged = arrange(
         components,
+        demoted=demoted,
         declines=declines if isinstance(declines, list) else [],
         done=modalities_done(inp.facts),
     )

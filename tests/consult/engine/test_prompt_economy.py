@@ -18,7 +18,7 @@ from consult.llm import Budget, LLMClient, LLMSettings
 from tests.consult.engine.support import BundleRetriever, deliberation, load_case
 from tests.consult.llm_responder import clinical_responder, request_payload
 from tests.llm_stub import StubLLM, StubRequest
-from tests.paths import PUBLIC_CASES
+from tests.paths import PUBLIC_CASES, REPO
 
 # Issue 27's target: 12,000 prompt tokens per consultation of a public case. Nine of the
 # twelve meet it (README, benchmarks: 7,558-11,187); pub-breast-01, pub-hcc-01 and pub-hcc-03
@@ -38,10 +38,15 @@ WITHIN_TARGET = (
 # The test server's members propose every therapy unit that applies; on these two breast cases
 # the board then reaches other gate outcomes than the guideline engine (README, benchmarks).
 GATES_DIFFER = frozenset({"pub-breast-01", "pub-breast-03"})
+# Our case whose LLM board needs a second round: the test server's Treatment keeps proposing an
+# item that Safety and two specialists say must go (bevacizumab six weeks after a bleed).
+SECOND_ROUND = "tests/cases/safety-11.json"
 
 
 def _llm_run(name: str, retriever: BundleRetriever) -> tuple[Plan, MemoryStore, list[StubRequest]]:
-    case, _ = load_case(PUBLIC_CASES / f"{name}.json")
+    """An LLM consultation of public case ``name`` (or of our own case at a path)."""
+    path = REPO / name if name.endswith(".json") else PUBLIC_CASES / f"{name}.json"
+    case, _ = load_case(path)
     store = MemoryStore()
     with StubLLM(clinical_responder()) as stub:
         settings = LLMSettings(base_url=stub.base_url, api_key="sk-stub", model="stub-model")
@@ -144,8 +149,9 @@ def _annotations(node: Any, top: bool = True) -> list[str]:
 def test_a_round_that_repeats_the_last_asks_the_llm_nothing_new(
     retriever: BundleRetriever,
 ) -> None:
-    # given a case whose standing objection earns a third round with the same question
-    plan, store, _ = _llm_run("pub-hcc-03", retriever)
+    # given a case whose standing objection earns a third round with the same question (the
+    # test server's Treatment keeps an item Safety says must go: a bleed six weeks ago)
+    plan, store, _ = _llm_run(SECOND_ROUND, retriever)
     assert plan.rounds == 3
     # then the members and the Coordinator are not asked again: round 3 costs no token
     round_three: list[dict[str, Any]] = [
@@ -289,17 +295,46 @@ def test_a_specialist_reads_in_full_only_the_steps_of_its_discipline(
 def test_a_member_asked_again_rereads_the_units_in_dispute_not_all_it_cited(
     retriever: BundleRetriever,
 ) -> None:
-    # given the HCC whose first-choice regimen is objected to (varices) in round 1
-    _, _, requests = _llm_run("pub-hcc-03", retriever)
+    # given the case whose first-choice regimen Safety and the specialists object to in round 1
+    _, _, requests = _llm_run(SECOND_ROUND, retriever)
     first, again = [
         request_payload(r) for r in requests if r.role == "treatment" and _title(r) == "RoleReport"
     ]
     # then round 1 sends no full text (nothing was cited yet)
     assert not [e for e in first["evidence"] if "text" in e]
-    # and the member asked again reads in full the unit behind the disputed item only
+    # and the member asked again reads in full the unit behind the disputed item only, not
+    # every unit its report cited
+    [disputed] = again["critiques_received"]["objections"][0]["concerns"]
     reread = {e["unit_id"] for e in again["evidence"] if "text" in e}
-    assert reread == {"hcc.tx.atezolizumab-bevacizumab"}
-    assert again["critiques_received"]
+    assert reread
+    cited = {u for c in again["your_previous_report"]["components"] for u in c.get("evidence", [])}
+    behind = {
+        u
+        for c in again["your_previous_report"]["components"]
+        if c["description"] == disputed
+        for u in c.get("evidence", [])
+    }
+    assert reread == behind
+    assert cited - reread
+
+
+def test_a_draft_puts_first_an_option_that_waits_for_no_precondition(
+    retriever: BundleRetriever,
+) -> None:
+    # given an HCC whose preferred regimen must wait for its large varices to be treated,
+    # deliberated by LLM members
+    plan, store, _ = _llm_run("pub-hcc-03", retriever)
+    [draft] = [e.payload for e in store.events if e.kind == "draft"]
+    # then the round's draft does not lead with bevacizumab: it is an alternative once the
+    # varices are treated, so the members vote on a safe draft and agree in one round
+    first = [c for c in draft["components"] if c["role"] == "primary" and "agents" in c]
+    assert not [c for c in first if "bevacizumab" in c["agents"]]
+    waiting = [c for c in draft["components"] if "bevacizumab" in c.get("agents", [])]
+    assert waiting
+    assert all(c["role"] == "alternative" and c["when"] for c in waiting)
+    assert plan.rounds == 1
+    # and the plan is the guideline engine's
+    assert _gates(plan) == _guideline_gates("pub-hcc-03", retriever)
 
 
 @pytest.mark.parametrize(

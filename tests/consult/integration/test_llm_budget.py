@@ -130,10 +130,11 @@ def test_a_round_the_budget_left_will_not_cover_is_known_before_it_starts(
     clinician: Any, team: Any, llm_env: Any, monkeypatch: pytest.MonkeyPatch, client: Any
 ) -> None:
     load_seed()
-    # given a budget that pays for the first round of a case that needs a second (about 14 k
-    # tokens with the replies), not for both
-    monkeypatch.setenv("LLM_TOKEN_BUDGET", "20000")
-    consultation = _llm_run(clinician, team, llm_env, "pub-hcc-03.json")
+    # given a budget that pays for the first round of a case that needs a second (about 19 k
+    # tokens with the replies: the test server's Treatment keeps an item Safety says must go),
+    # not for both
+    monkeypatch.setenv("LLM_TOKEN_BUDGET", "28000")
+    consultation = _llm_run(clinician, team, llm_env, "tests/cases/safety-11.json")
     # then no turn ran out of budget half-way: the LLM answered every turn it was asked
     turns = AgentMessage.objects.filter(consultation=consultation).exclude(model_name="")
     assert turns.exists()
