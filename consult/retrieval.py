@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from clinical.applicability import case_facts
 from consult.engine.protocols import Evidence, EvidenceRequest, Retrieved
@@ -76,7 +76,10 @@ class DbRetriever:
         k: int,
     ) -> dict[str, Retrieved]:
         try:
-            return self._retrieve(cancer_type=cancer_type, case=case, requests=requests, k=k)
+            # One transaction for the scope and every search (each search would otherwise
+            # open and commit one of its own: two round trips a member).
+            with transaction.atomic():
+                return self._retrieve(cancer_type=cancer_type, case=case, requests=requests, k=k)
         finally:
             connection.close()
 

@@ -135,11 +135,17 @@ def keyword_query(text: str) -> SearchQuery | None:
 def _dense_candidates(
     vector: list[float], cancer_type: str | None, kinds: Iterable[str] | None, limit: int
 ) -> dict[int, float]:
-    with transaction.atomic(), connection.cursor() as cursor:
+    # Inside a caller's transaction (a consultation's panel: several searches in one), no
+    # transaction of its own: the settings below hold for the caller's.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         # Filtered HNSW scans keep searching until enough rows pass the filter (pgvector 0.8);
-        # SET LOCAL keeps the settings to this transaction, not the pooled connection.
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(max(40, limit))])
+        # set_config(..., true) is SET LOCAL: the settings stay in this transaction, not on the
+        # pooled connection. Both in one statement: one round trip.
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('hnsw.ef_search', %s, true)",
+            [str(max(40, limit))],
+        )
         rows = list(
             _scoped(
                 UnitEmbedding.objects.filter(version__status=VersionStatus.PUBLISHED),
@@ -249,12 +255,11 @@ def unit_search(
         keyword |= _fill_keyword(union - set(keyword), tsquery)
     top_keyword = max(keyword.values(), default=0.0) or 1.0
     scored = {pk: (dense.get(pk, 0.0), keyword.get(pk, 0.0) / top_keyword) for pk in union}
-    facts = case_facts(case) if case is not None else None
     ranked = sorted(scored, key=lambda pk: -(wd * scored[pk][0] + wk * scored[pk][1]))
     # Load the full rows of the best candidates only; with a case, applicability may drop
     # many, so then load them all.
-    wanted = ranked if facts is not None else ranked[: 3 * k + 10]
-    if judged is not None and facts is not None:
+    wanted = ranked if case is not None else ranked[: 3 * k + 10]
+    if judged is not None and case is not None:
         versions = {pk: judged[pk][0] for pk in wanted if pk in judged}
         missing = [pk for pk in wanted if pk not in judged]
         if missing:  # published since the caller read its scope
@@ -262,16 +267,22 @@ def unit_search(
     else:
         versions = published_versions().in_bulk(wanted)
     hits: list[Hit] = []
+    # The patient's facts only for units not judged already: deriving them costs a few
+    # milliseconds per search, and a caller with ``judged`` (a consultation's panel, five
+    # searches in a row) seldom has any such unit.
+    facts: Mapping[str, Any] | None = None
     for pk in wanted:
         d, kw = scored[pk]
         version = versions.get(pk)
         if version is None:  # retired between the two queries
             continue
         applies: Truth = None
-        if facts is not None:
+        if case is not None:
             if judged is not None and pk in judged:
                 applies = judged[pk][1]
             else:
+                if facts is None:
+                    facts = case_facts(case)
                 context = Context.model_validate(version.content["context"])
                 applies = context_applies(context, facts)
             if applies is False:

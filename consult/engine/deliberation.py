@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from clinical.calculators.medications import MEDICATION_FACTS
@@ -181,8 +181,14 @@ class _State:
     experience: list[PastCase] | None = None
 
 
+_EVIDENCE_FIELDS = tuple(f.name for f in fields(Evidence))
+
+
 def _evidence_to_dict(evidence: Evidence) -> dict[str, Any]:
-    data = asdict(evidence)
+    # The fields as they are (asdict's deep copy of every unit's content, thrown away for
+    # the copy below, cost a consultation's retrieval ~20 ms): the evidence is frozen, and
+    # the dict is only serialised.
+    data = {name: getattr(evidence, name) for name in _EVIDENCE_FIELDS}
     data["content"] = dict(evidence.content)
     return data
 
@@ -222,6 +228,10 @@ class Deliberation:
         self.cancer = str(case.get("cancer_type") or "other")
         # The decisive facts, computed beside the rounds (they depend on the case alone).
         self._decisive: asyncio.Future[tuple[list[Any], int]] | None = None
+        # The cancer's safety rules and therapy steps (_case_rules), fetched beside the rounds.
+        self._rules: asyncio.Future[dict[str, Retrieved]] | None = None
+        # The gate and plan of a round's synthesis, worked out while its votes are awaited.
+        self._ahead: tuple[int, asyncio.Future[tuple[StepResult, StepResult] | None]] | None = None
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -668,7 +678,9 @@ class Deliberation:
             by_reviewer.setdefault(a, []).append(b)
         await asyncio.gather(*(self._reviews(a, bs, round_no) for a, bs in by_reviewer.items()))
         await self._synthesize(round_no, weights)
-        votes = await asyncio.gather(*(self._vote(role, round_no) for role in panel))
+        voting = asyncio.gather(*(self._vote(role, round_no) for role in panel))
+        self._final_ahead(round_no)  # scheduled after the votes, which go out first
+        votes = await voting
         agreement = sum(v.agree for v in votes) / len(votes)
         # MedAgents: the advice of a "revise" vote is answered by Treatment in the next round.
         self.state.critiques += [
@@ -741,11 +753,31 @@ class Deliberation:
 
     async def _final(self) -> Plan:
         assert self.state.synthesis is not None  # noqa: S101 - at least one round ran
+        # The gate and the plan as worked out while the last round's votes were awaited
+        # (``_final_ahead``): the same inputs (the votes change none of them), so the same
+        # steps; each is still committed here, in protocol order, as its own step.
+        ahead = await self._ahead_result()
+
+        async def gate_run() -> StepResult:
+            return ahead[0] if ahead is not None else await self._gate_result()
+
+        gate = await self._step(Step(StepKind.GATE), gate_run)
+
+        async def plan_run() -> StepResult:
+            if ahead is not None and ahead[0].result == gate:
+                return ahead[1]
+            plan = pathway_pass(self._assemble(gate), self.state.facts)
+            return self._plan_result(await self._with_decisive_facts(plan))
+
+        result = await self._step(Step(StepKind.PLAN), plan_run)
+        return Plan.model_validate(result["plan"])
+
+    def _gate_inputs(self) -> dict[str, Any]:
+        """What the safety gate checks, from the last synthesis: the pathway, what the board
+        withdrew, the patient's declines."""
+        assert self.state.synthesis is not None  # noqa: S101 - at least one round ran
         draft = self.state.synthesis.draft
-        safety_units = self.state.evidence.get("safety", [])
-
         declines = self.state.facts.get("derived.declines") or []
-
         # What the board withdrew (in any round) is checked again for the record: the plan
         # shows the rule that ruled it out, never the item.
         planned = {c.description for c in draft.components}
@@ -758,7 +790,6 @@ class Deliberation:
                 if c.description in withdrawn and c.description not in planned
             }.values()
         )
-
         # Restaging: a line that works continues (the gate then checks it like any other item).
         pathway = continue_on_response(
             draft.components,
@@ -767,61 +798,103 @@ class Deliberation:
                 self.state.evidence.get("treatment", []), self.labels
             ),
         )
+        return {
+            "pathway": pathway,
+            "withdrawn": withdrawn,
+            "declines": declines if isinstance(declines, list) else [],
+            "ruled_out": ruled_out,
+        }
 
-        async def gate_run() -> StepResult:
-            units = await self._gate_units(safety_units)
-            outcome, fallback = gate_with_fallback(
-                pathway,
-                units,
-                options=self._guideline_options,
-                withdrawn=withdrawn,
-                facts=self.state.facts,
-                declines=declines if isinstance(declines, list) else [],
-                ruled_out=ruled_out,
-                labels=self.labels,
-            )
-            # Every plan shows its allergy check (failed, passed or not checked).
-            outcome = with_allergy_check(outcome, self.state.facts)
-            cited = set(outcome.cited)
-            payload = {
-                "units": [_evidence_to_dict(u) for u in units if u.unit_id in cited],
-                "fallback": fallback,
-                "components": [c.model_dump() for c in outcome.components],
-                "gates": [g.model_dump() for g in outcome.gates],
-                "flags": [f.model_dump() for f in outcome.flags],
-                "rejected": [r.model_dump() for r in outcome.rejected],
-                "conflicts": [c.model_dump() for c in outcome.conflicts],
-                "needs_data": outcome.needs_data,
-                "confirm_needs": outcome.confirm_needs,
-                "confirm_first": outcome.confirm_first,
-                "cited": outcome.cited,
-            }
-            events = [
-                EngineEvent(EventKind.GATE, g.model_dump(), role="safety_gate")
-                for g in outcome.gates
-            ]
-            events += [
-                EngineEvent(EventKind.CONFLICT, c.model_dump(), role="safety_gate")
-                for c in outcome.conflicts
-            ]
-            return StepResult(payload, events)
+    async def _gate_result(self) -> StepResult:
+        inputs = self._gate_inputs()
+        units = await self._gate_units(self.state.evidence.get("safety", []))
+        return self._gate_outcome(inputs, units)
 
-        gate = await self._step(Step(StepKind.GATE), gate_run)
+    def _gate_outcome(self, inputs: Mapping[str, Any], units: list[Evidence]) -> StepResult:
+        outcome, fallback = gate_with_fallback(
+            inputs["pathway"],
+            units,
+            options=self._guideline_options,
+            withdrawn=inputs["withdrawn"],
+            facts=self.state.facts,
+            declines=inputs["declines"],
+            ruled_out=inputs["ruled_out"],
+            labels=self.labels,
+        )
+        # Every plan shows its allergy check (failed, passed or not checked).
+        outcome = with_allergy_check(outcome, self.state.facts)
+        cited = set(outcome.cited)
+        payload = {
+            "units": [_evidence_to_dict(u) for u in units if u.unit_id in cited],
+            "fallback": fallback,
+            "components": [c.model_dump() for c in outcome.components],
+            "gates": [g.model_dump() for g in outcome.gates],
+            "flags": [f.model_dump() for f in outcome.flags],
+            "rejected": [r.model_dump() for r in outcome.rejected],
+            "conflicts": [c.model_dump() for c in outcome.conflicts],
+            "needs_data": outcome.needs_data,
+            "confirm_needs": outcome.confirm_needs,
+            "confirm_first": outcome.confirm_first,
+            "cited": outcome.cited,
+        }
+        events = [
+            EngineEvent(EventKind.GATE, g.model_dump(), role="safety_gate") for g in outcome.gates
+        ]
+        events += [
+            EngineEvent(EventKind.CONFLICT, c.model_dump(), role="safety_gate")
+            for c in outcome.conflicts
+        ]
+        return StepResult(payload, events)
 
-        async def plan_run() -> StepResult:
-            plan = pathway_pass(self._assemble(gate), self.state.facts)
-            plan = await self._with_decisive_facts(plan)
-            # What the plan still lacks (a monitoring phase, a recommendation) stays in the
-            # review event: needs_data is the patient data the board needs.
-            review = final_review(plan)
-            events = [
-                EngineEvent(EventKind.REVIEW, review, role="final_reviewer"),
-                EngineEvent(EventKind.PLAN, plan.model_dump(mode="json"), role="coordinator"),
-            ]
-            return StepResult({"plan": plan.model_dump(mode="json")}, events)
+    @staticmethod
+    def _plan_result(plan: Plan) -> StepResult:
+        # What the plan still lacks (a monitoring phase, a recommendation) stays in the
+        # review event: needs_data is the patient data the board needs.
+        review = final_review(plan)
+        dumped = plan.model_dump(mode="json")
+        events = [
+            EngineEvent(EventKind.REVIEW, review, role="final_reviewer"),
+            EngineEvent(EventKind.PLAN, dumped, role="coordinator"),
+        ]
+        return StepResult({"plan": dumped}, events)
 
-        result = await self._step(Step(StepKind.PLAN), plan_run)
-        return Plan.model_validate(result["plan"])
+    # --- the gate and plan worked out ahead, while the votes are awaited ------------------------
+
+    def _final_ahead(self, round_no: int) -> None:
+        """After a round's synthesis, while its votes wait on the LLM: the gate and the plan
+        of that synthesis, in case the round is the last (its votes change neither). Only
+        where there is a wait to fill (an LLM board); the steps are committed by ``_final``
+        in their turn, and a later round discards this."""
+        self._discard_ahead()
+        if isinstance(self.provider, LLMProvider):
+            self._ahead = (round_no, asyncio.ensure_future(self._work_ahead()))
+
+    async def _work_ahead(self) -> tuple[StepResult, StepResult] | None:
+        if await self.store.load(Step(StepKind.GATE)) is not None:
+            return None  # a resumed run: the journal has them
+        # Inputs read here, on the loop, before the next round can change them.
+        inputs = self._gate_inputs()
+        units = await self._gate_units(self.state.evidence.get("safety", []))
+        gate = await asyncio.to_thread(self._gate_outcome, inputs, units)
+        plan = await asyncio.to_thread(
+            lambda: pathway_pass(self._assemble(gate.result), self.state.facts)
+        )
+        plan = await self._with_decisive_facts(plan)
+        return gate, await asyncio.to_thread(self._plan_result, plan)
+
+    async def _ahead_result(self) -> tuple[StepResult, StepResult] | None:
+        """The gate and plan worked out ahead for this (the last) round, or None."""
+        if self._ahead is None or self._ahead[0] != self.state.rounds:
+            return None
+        try:
+            return await self._ahead[1]
+        except Exception:  # noqa: BLE001 - worked out again, in order, where it failed
+            return None
+
+    def _discard_ahead(self) -> None:
+        if self._ahead is not None:
+            _dismiss(self._ahead[1])
+        self._ahead = None
 
     async def _with_decisive_facts(self, plan: Plan) -> Plan:
         """The plan with the facts that would change its pathway (the choice re-run over every
@@ -829,18 +902,25 @@ class Deliberation:
         depend on the case alone: computed while the members deliberate (``_protocol``)."""
         if not self.config.decisive_facts:
             return plan
-        task = self._decisive or asyncio.ensure_future(self._decisive_facts())
-        facts, tried = await task
+        if self._decisive is None:
+            self._decisive = asyncio.ensure_future(self._decisive_facts())
+        facts, tried = await asyncio.shield(self._decisive)
         return plan.model_copy(update={"decisive_facts": facts, "variations_tried": tried})
 
+    def _case_rules(self) -> asyncio.Future[dict[str, Retrieved]]:
+        """Every safety rule of the cancer (and, for the decisive facts, every therapy step),
+        whether it applies or not: they depend on the case alone, so they are fetched once,
+        beside the rounds, for both the decisive facts and the safety gate."""
+        if self._rules is None:
+            requests = [EvidenceRequest("safety_gate", "", SAFETY_KINDS, True)]
+            if self.config.decisive_facts:
+                requests.append(EvidenceRequest("decisive_therapy", "", ("therapy_step",), True))
+            self._rules = asyncio.ensure_future(self._fetch(requests))
+        return self._rules
+
     async def _decisive_facts(self) -> tuple[list[Any], int]:
-        found = await self._fetch(
-            [
-                EvidenceRequest("decisive_therapy", "", ("therapy_step",), True),
-                EvidenceRequest("decisive_safety", "", SAFETY_KINDS, True),
-            ]
-        )
-        units = [*found["decisive_therapy"].applicable, *found["decisive_safety"].applicable]
+        found = await asyncio.shield(self._case_rules())
+        units = [*found["decisive_therapy"].applicable, *found["safety_gate"].applicable]
         return await asyncio.to_thread(
             decisive_facts,
             case=self.state.case,
@@ -852,7 +932,7 @@ class Deliberation:
     async def _gate_units(self, retrieved: Sequence[Evidence]) -> list[Evidence]:
         """Every safety rule of the knowledge base for this cancer, whether it applies or not,
         whatever the members retrieved: the gate reports what it checked and passed too."""
-        found = await self._fetch([EvidenceRequest("safety_gate", "", SAFETY_KINDS, True)])
+        found = await asyncio.shield(self._case_rules())
         units = {e.unit_id: e for e in retrieved}
         units.update({e.unit_id: e for e in found["safety_gate"].applicable})
         return list(units.values())
@@ -1067,16 +1147,24 @@ class Deliberation:
         assert self.state.triage is not None  # noqa: S101
         panel = self.state.triage.panel
         await self._retrieve_panel(panel)
-        if self.config.decisive_facts and await self.store.load(Step(StepKind.PLAN)) is None:
-            # Off the critical path: the variations run while the LLM members are awaited.
-            self._decisive = asyncio.ensure_future(self._decisive_facts())
         try:
+            if await self.store.load(Step(StepKind.PLAN)) is None:
+                # Off the critical path, while the LLM members are awaited: the decisive
+                # facts' variations, and the rules the gate checks (the same fetch).
+                if self.config.decisive_facts:
+                    self._decisive = asyncio.ensure_future(self._decisive_facts())
+                elif await self.store.load(Step(StepKind.GATE)) is None:
+                    self._case_rules()
             return await self._deliberate(panel)
         finally:
-            if self._decisive is not None and not self._decisive.done():
-                self._decisive.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await self._decisive
+            self._discard_ahead()
+            for pending in (self._decisive, self._rules):
+                if pending is not None and not pending.done():
+                    pending.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await pending
+                elif pending is not None:
+                    _dismiss(pending)
 
     async def _deliberate(self, panel: Sequence[str]) -> Plan:
         weights = with_offsets(
@@ -1096,6 +1184,15 @@ class Deliberation:
         else:
             self.state.stopped_by = "round limit"
         return await self._final()
+
+
+def _dismiss(future: asyncio.Future[Any]) -> None:
+    """Cancel work whose result is no longer wanted; a failure it already ended with is read
+    (it was worked out ahead, and is worked out again where it is needed)."""
+    if not future.done():
+        future.cancel()
+    elif not future.cancelled():
+        future.exception()
 
 
 def final_intent(

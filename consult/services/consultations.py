@@ -240,10 +240,10 @@ def _end(
         note = joined(spent.note, budget_note(budget))
         if plan is not None:
             plan = {**plan, "llm": {**spent.as_dict(), "note": note, "budget": budget or None}}
+    plan_hash = None
     if plan is not None:
-        Plan.objects.create(
-            consultation=consultation, payload=plan, content_hash=payload_hash(plan)
-        )
+        plan_hash = payload_hash(plan)
+        Plan.objects.create(consultation=consultation, payload=plan, content_hash=plan_hash)
     consultation.status = status
     consultation.status_note = note[:300]
     consultation.finished_at = timezone.now()
@@ -263,7 +263,7 @@ def _end(
     audit_record(
         action=f"consultation.{status}",
         obj=consultation,
-        payload={"plan_hash": payload_hash(plan) if plan is not None else None},
+        payload={"plan_hash": plan_hash},
     )
     case_id = LesionDossier.objects.values_list("case_id", flat=True).get(
         pk=consultation.dossier_id

@@ -163,6 +163,47 @@ def test_llm_disagreement_leads_to_a_second_round_with_residual_context(retrieve
     assert sum(1 for e in store.events if e.kind == "residual") == 2
 
 
+def test_llm_board_checks_and_writes_its_plan_after_the_last_vote_as_a_resumed_run_would(
+    retriever: Any,
+) -> None:
+    # given an LLM board that needs two rounds (the gate and plan are worked out while each
+    # round's votes are awaited)
+    case, _ = load_case(PUBLIC_CASES / "pub-lung-01.json")
+    full = MemoryStore()
+    plan = run_coroutine(
+        lambda: deliberation(
+            case,
+            retriever=retriever,
+            store=full,
+            provider=LLMProvider(ScriptedLLM(llm_answers(disagree_rounds=1))),
+        ).run()
+    )
+    # then the board sees the gate, the review and the plan only after the last round's votes
+    kinds = [e.kind for e in full.events]
+    last_consensus = len(kinds) - 1 - kinds[::-1].index("consensus")
+    assert plan.rounds == 2
+    assert {"gate", "review", "plan"} <= set(kinds[last_consensus + 1 :])
+    assert not {"gate", "review", "plan"} & set(kinds[:last_consensus])
+    # and a run resumed just before the gate (a worker died there) checks and writes the same
+    keys = list(full.steps)
+    partial = MemoryStore()
+    for key in keys[: keys.index("gate")]:
+        partial.steps[key] = full.steps[key]
+    resumed = run_coroutine(
+        lambda: deliberation(
+            case,
+            retriever=retriever,
+            store=partial,
+            provider=LLMProvider(ScriptedLLM(llm_answers(disagree_rounds=1))),
+        ).run()
+    )
+    assert list(partial.steps) == keys
+    assert [(e.kind, e.payload) for e in partial.events] == [
+        (e.kind, e.payload) for e in full.events[len(full.events) - len(partial.events) :]
+    ]
+    assert resumed.model_dump() == plan.model_dump()
+
+
 def test_llm_citation_of_an_unretrieved_unit_is_marked_ungrounded(retriever: Any) -> None:
     case, _ = load_case(PUBLIC_CASES / "pub-lung-01.json")
     llm = ScriptedLLM(llm_answers(cite="made.up-unit"))
