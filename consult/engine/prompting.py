@@ -232,8 +232,7 @@ def evidence_brief(
         action = e.action if e.applies is True else {}
         kind = action.get("type")
         if kind != "safety" and (
-            actions is False
-            or (not isinstance(actions, bool) and str(action.get("modality")) not in actions)
+            actions is False or (not isinstance(actions, bool) and not _of_discipline(e, actions))
         ):
             kind = None
         match kind:
@@ -257,6 +256,14 @@ def evidence_brief(
             line["text"] = e.text
         lines.append(line)
     return lines
+
+
+def _of_discipline(unit: Evidence, modalities: Collection[str]) -> bool:
+    """Whether a therapy step is a specialist's to read in full: of its discipline's
+    modalities, and not care that follows the anticancer drugs (antiemetics, G-CSF: no
+    seat's discipline, Treatment's to give with the regimen)."""
+    action = unit.action
+    return str(action.get("modality")) in modalities and not action.get("with_agents")
 
 
 def bearing(evidence: Sequence[Evidence], therapies: Sequence[Evidence]) -> list[Evidence]:
@@ -328,19 +335,39 @@ def evidence_parts(
     groups: dict[str, list[str]] = {}
     for e in pending:
         groups.setdefault(", ".join(e.missing), []).append(e.unit_id)
+    # A specialist (``actions`` its discipline's modalities) reads the other therapy steps
+    # that apply by id alone: which options the board weighs, not how each is given.
+    others = (
+        []
+        if isinstance(actions, bool)
+        else [
+            e.unit_id
+            for e in evidence
+            if e.unit_id not in skipped
+            and e.unit_id not in cited
+            and e.applies is True
+            and e.action.get("type") == "therapy"
+            and not _of_discipline(e, actions)
+        ]
+    )
     return compact_dict(
         {
             "evidence": evidence_brief(
-                [e for e in evidence if e.unit_id not in skipped], cited, actions=actions
+                [e for e in evidence if e.unit_id not in skipped and e.unit_id not in others],
+                cited,
+                actions=actions,
             ),
+            "other_steps": others,
             "waiting_for_data": groups,
         }
     )
 
 
-def report_brief(report: Any) -> dict[str, Any]:
-    """A member's report as another member reads it: its conclusion, its items (by their
-    exact descriptions, which reviews and votes name) and their evidence ids."""
+def report_brief(report: Any, *, item_evidence: bool = True) -> dict[str, Any]:
+    """A member's report as another member reads it: its conclusion, its claims with their
+    evidence ids, its items (by their exact descriptions, which reviews and votes name) and,
+    for the member itself (``item_evidence``), the units behind each item; a reviewer, who
+    does not hold those units, judges the items by what they give."""
     data = report.model_dump(mode="json")
     return compact_dict(
         {
@@ -357,7 +384,7 @@ def report_brief(report: Any) -> dict[str, Any]:
                     {
                         **{k: c.get(k) for k in ("description", "rank", "when")},
                         "agents": unnamed(c.get("agents") or (), str(c.get("description") or "")),
-                        "evidence": c.get("evidence"),
+                        "evidence": c.get("evidence") if item_evidence else None,
                     }
                     for c in data.get("components") or ()
                     if c.get("role") == role
@@ -373,6 +400,15 @@ def report_brief(report: Any) -> dict[str, Any]:
             "needs_data": data.get("needs_data"),
         }
     )
+
+
+def label(description: str, limit: int = 80) -> str:
+    """An item's name as a summary reads it: its description up to the first colon (the
+    regimen, "Neoadjuvant TCHP"), or its first ``limit`` characters."""
+    head = description.split(":", 1)[0].strip()
+    if 0 < len(head) <= limit:
+        return head
+    return description if len(description) <= limit else description[: limit - 1] + "…"
 
 
 def unnamed(agents: Iterable[str], description: str) -> list[str]:

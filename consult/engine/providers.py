@@ -265,7 +265,7 @@ class LLMProvider:
                 prompting.decided(prompting.concerning(inp.evidence, inp.report)), actions=False
             ),
             "target": inp.target,
-            "report": prompting.report_brief(inp.report),
+            "report": prompting.report_brief(inp.report, item_evidence=False),
             "round": inp.round,
         }
         user = {k: v for k, v in user.items() if v not in (None, "", [], {})}
@@ -292,7 +292,9 @@ class LLMProvider:
             "evidence": prompting.evidence_brief(
                 prompting.decided(list(units.values())), actions=False
             ),
-            "reports": {inp.target: prompting.report_brief(inp.report) for inp in inps},
+            "reports": {
+                inp.target: prompting.report_brief(inp.report, item_evidence=False) for inp in inps
+            },
             "round": first.round,
         }
         user = {k: v for k, v in user.items() if v not in (None, "", [], {})}
@@ -335,11 +337,12 @@ class LLMProvider:
             "weights": {role: round(w, 2) for role, w in inp.weights.items()},
             "weighted_consensus": prompting.compact(
                 {
-                    # Each kept item with its weighted support (the description said once).
+                    # Each kept item by its name, with its weighted support: the residual
+                    # context summarises the plan; its items are computed, not written here.
                     "kept": {
                         role: [
                             {
-                                "description": c.description,
+                                "item": prompting.label(c.description),
                                 "rank": c.rank,
                                 "support": consensus.support.get(c.description),
                             }
