@@ -57,9 +57,9 @@ def _joins_as_its_unit_says(component: ProposedComponent, cited: Sequence[Eviden
         with_agents = [str(a) for a in action.get("with_agents") or ()]
         component.adjunct = action.get("role") == "adjunct" or bool(with_agents)
         component.preference = int(action.get("preference") or component.preference)
-        component.with_modalities = [
-            *(action.get("with_modalities") or ()),
-        ] or component.with_modalities
+        component.with_modalities = (
+            list(action.get("with_modalities") or ()) or component.with_modalities
+        )
         component.declined_if = list(
             dict.fromkeys([*component.declined_if, *(action.get("declined_if") or ())])
         )

@@ -548,11 +548,10 @@ def synthesis(
     # The Coordinator keeps one pathway, whoever proposed what; Treatment's intent decides.
     # An item a reviewer says must wait for a precondition (untreated varices before
     # bevacizumab) is not the draft's first step: the next option goes first, as a veto
-    # removes an item at once, so the members vote on a draft that is already safe. Treatment
-    # may still contest it in its vote.
-    # Every option is checked as the first step would be (a reviewer demotes only the item
-    # in first place; the next in line may wait for the same precondition, and when every
-    # option waits the preferred one leads with it stated, as at the gate).
+    # removes an item at once, so the members vote on a draft that is already safe (Treatment
+    # may still contest it in its vote). Every option is checked as the first step would be:
+    # a reviewer demotes only the item in first place, the next may wait for the same
+    # precondition, and when every option waits the preferred one leads with it stated.
     demoted: dict[str, str] = {}
     for _reviewer, _target, critique in inp.critiques:
         for description in critique.demote:

@@ -350,10 +350,11 @@ def evidence_parts(
             and not _of_discipline(e, actions)
         ]
     )
+    hidden = skipped | set(others)
     return compact_dict(
         {
             "evidence": evidence_brief(
-                [e for e in evidence if e.unit_id not in skipped and e.unit_id not in others],
+                [e for e in evidence if e.unit_id not in hidden],
                 cited,
                 actions=actions,
             ),

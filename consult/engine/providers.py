@@ -60,6 +60,11 @@ class Answer:
     unasked: bool = False
 
 
+def _filled(user: dict[str, Any]) -> dict[str, Any]:
+    """A user message without its empty parts (a part not sent is not available)."""
+    return {k: v for k, v in user.items() if v not in (None, "", [], {})}
+
+
 def by_rules(inp: ReviewInput) -> bool:
     """Whether a review is the reviewer's domain rules alone: a specialist's check of
     Treatment's proposal. Its advice is its own first-round report, written independently, and
@@ -231,7 +236,7 @@ class LLMProvider:
                 for p in inp.experience
             ],
         }
-        user = {k: v for k, v in user.items() if v not in (None, "", [], {})}
+        user = _filled(user)
         prompt = inp.role if inp.role in prompting.ROLE_PROMPTS else "specialist"
         value, usage, fallback = await self._ask(
             inp.role,
@@ -256,11 +261,9 @@ class LLMProvider:
             return await self._by_rules(inp)
         user = {
             "case": prompting.case_for(inp.reviewer, inp.case, reviewing=inp.target),
-            # Each unit by its id and one line: a reviewer checks the report's items against
-            # what the units say and whether they apply; the full texts went to the members
-            # who cited them.
-            # What waits for missing data is not reviewed: the reviewer's own report asks for
-            # it, and the gate holds every rule it cannot decide.
+            # Each unit decided by its id and one line (the full texts went to the members who
+            # cited them); what waits for missing data is not reviewed: the reviewer's own
+            # report asks for it, and the gate holds every rule it cannot decide.
             "evidence": prompting.evidence_brief(
                 prompting.decided(prompting.concerning(inp.evidence, inp.report)), actions=False
             ),
@@ -268,7 +271,7 @@ class LLMProvider:
             "report": prompting.report_brief(inp.report, item_evidence=False),
             "round": inp.round,
         }
-        user = {k: v for k, v in user.items() if v not in (None, "", [], {})}
+        user = _filled(user)
         value, usage, fallback = await self._ask(inp.reviewer, "reviewer", user, CrossReview)
         if value is None:
             return Answer((await self.fallback.review(inp)).value, usage, fallback)
@@ -297,7 +300,7 @@ class LLMProvider:
             },
             "round": first.round,
         }
-        user = {k: v for k, v in user.items() if v not in (None, "", [], {})}
+        user = _filled(user)
         value, usage, fallback = await self._ask(first.reviewer, "reviewer", user, CrossReviews)
         answers = []
         for i, inp in enumerate(inps):
@@ -360,7 +363,7 @@ class LLMProvider:
                 for p in inp.experience
             ],
         }
-        user = {k: v for k, v in user.items() if v not in (None, "", [], {})}
+        user = _filled(user)
         value, usage, fallback = await self._ask(
             "coordinator", "coordinator", user, CoordinatorNote
         )

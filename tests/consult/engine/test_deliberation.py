@@ -169,15 +169,15 @@ def test_llm_board_checks_and_writes_its_plan_after_the_last_vote_as_a_resumed_r
     # given an LLM board that needs two rounds (the gate and plan are worked out while each
     # round's votes are awaited)
     case, _ = load_case(PUBLIC_CASES / "pub-lung-01.json")
+
+    def two_rounds(store: MemoryStore) -> Any:
+        provider = LLMProvider(ScriptedLLM(llm_answers(disagree_rounds=1)))
+        return run_coroutine(
+            lambda: deliberation(case, retriever=retriever, store=store, provider=provider).run()
+        )
+
     full = MemoryStore()
-    plan = run_coroutine(
-        lambda: deliberation(
-            case,
-            retriever=retriever,
-            store=full,
-            provider=LLMProvider(ScriptedLLM(llm_answers(disagree_rounds=1))),
-        ).run()
-    )
+    plan = two_rounds(full)
     # then the board sees the gate, the review and the plan only after the last round's votes
     kinds = [e.kind for e in full.events]
     last_consensus = len(kinds) - 1 - kinds[::-1].index("consensus")
@@ -189,14 +189,7 @@ def test_llm_board_checks_and_writes_its_plan_after_the_last_vote_as_a_resumed_r
     partial = MemoryStore()
     for key in keys[: keys.index("gate")]:
         partial.steps[key] = full.steps[key]
-    resumed = run_coroutine(
-        lambda: deliberation(
-            case,
-            retriever=retriever,
-            store=partial,
-            provider=LLMProvider(ScriptedLLM(llm_answers(disagree_rounds=1))),
-        ).run()
-    )
+    resumed = two_rounds(partial)
     assert list(partial.steps) == keys
     assert [(e.kind, e.payload) for e in partial.events] == [
         (e.kind, e.payload) for e in full.events[len(full.events) - len(partial.events) :]
